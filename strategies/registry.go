@@ -1,0 +1,46 @@
+package strategies
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Constructor builds a strategy over members with the given weights.
+type Constructor func(weights []int, opts ...Option) (Strategy, error)
+
+// registry maps the short names used by flags and configuration (brpc's
+// convention) to constructors. It is filled by each strategy's file and never
+// changes after init, so reading it needs no lock.
+var registry = map[string]Constructor{}
+
+// register is called from each strategy file's init.
+func register(name string, c Constructor) {
+	if _, dup := registry[name]; dup {
+		panic("strategies: duplicate registration of " + name) // programming error at init
+	}
+	registry[name] = c
+}
+
+// Default is the name of the default strategy, Pike's least-pending heap.
+const Default = "least-pending"
+
+// Names returns every registered name, sorted, for help texts.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the strategy registered under name. An unknown name yields an
+// error wrapping ErrUnknown that lists the valid names.
+func New(name string, weights []int, opts ...Option) (Strategy, error) {
+	c, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+	}
+	return c(weights, opts...)
+}

@@ -1,0 +1,101 @@
+package strategies
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+func init() {
+	register("round-robin", func(w []int, o ...Option) (Strategy, error) { return NewRoundRobin(w, o...) })
+}
+
+// RoundRobin picks the eligible members in turn, ignoring weights other than
+// 0 (drained). With WithRandomStart it starts at a seeded random member, as
+// brpc's rr does, so that many clients do not all hit member 0 first. Counts
+// stay even to within one pick.
+//
+// Pick costs O(1) and allocates nothing. Not safe for concurrent use.
+type RoundRobin struct {
+	members
+	order []int // eligible members in index order
+	next  int   // position in order of the next pick
+}
+
+var _ Dynamic = (*RoundRobin)(nil)
+
+// NewRoundRobin returns a round-robin strategy over members with the given
+// weights.
+func NewRoundRobin(weights []int, opts ...Option) (*RoundRobin, error) {
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	s := &RoundRobin{members: m}
+	s.rebuild(-1)
+	if c := newConfig(opts); c.randomStart {
+		s.next = rand.New(rand.NewPCG(c.seed, 0x9e3779b97f4a7c15)).IntN(len(s.order))
+	}
+	return s, nil
+}
+
+// Pick returns the next eligible member in turn.
+func (s *RoundRobin) Pick(uint64) int {
+	i := s.order[s.next]
+	s.next++
+	if s.next == len(s.order) {
+		s.next = 0
+	}
+	return i
+}
+
+// Done is a no-op: round-robin ignores completions.
+func (s *RoundRobin) Done(int, time.Duration) {}
+
+// Add adds a member; it joins the turn at its index position.
+func (s *RoundRobin) Add(weight int) (int, error) {
+	cur := s.order[s.next]
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.rebuild(cur)
+	return i, nil
+}
+
+// Remove removes member i from the turn.
+func (s *RoundRobin) Remove(i int) error {
+	cur := s.order[s.next]
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.rebuild(cur)
+	return nil
+}
+
+// SetWeight changes i's weight; only 0 versus positive matters here.
+func (s *RoundRobin) SetWeight(i, weight int) error {
+	cur := s.order[s.next]
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	s.rebuild(cur)
+	return nil
+}
+
+// rebuild recomputes the turn and resumes at the first eligible member at or
+// after cur, so a change neither repeats nor skips anyone.
+func (s *RoundRobin) rebuild(cur int) {
+	s.order = s.order[:0]
+	s.next = 0
+	for i := range s.weight {
+		if s.eligible(i) {
+			if i < cur {
+				s.next = len(s.order) + 1
+			}
+			s.order = append(s.order, i)
+		}
+	}
+	if s.next >= len(s.order) {
+		s.next = 0
+	}
+}

@@ -1,0 +1,110 @@
+// Package strategies holds every selection algorithm the balancer can use
+// to pick a member (a worker in-process, an endpoint for an RPC or HTTP
+// client). The package is pure: no goroutines, no channels, no context.
+// Strategies are not safe for concurrent use unless their doc says so;
+// whoever shares one serializes access (the dispatcher does it by owning the
+// strategy from a single goroutine).
+//
+// Members are identified by dense indices: the weights given to a
+// constructor are members 0..n-1, and Add returns the next unused index.
+// Indices are never reused, so a removed member's index stays invalid.
+package strategies
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Strategy picks the member for the next request and learns when a request
+// completes. Pick counts the request against the member it returns (load
+// aware strategies treat it as pending until Done).
+type Strategy interface {
+	// Pick returns the member for the next request. key is the request's
+	// routing key; only affinity strategies look at it.
+	Pick(key uint64) int
+	// Done reports that a request picked for member i completed after
+	// elapsed. Stateless strategies ignore it.
+	Done(i int, elapsed time.Duration)
+}
+
+// Dynamic is a Strategy whose membership can change at runtime. Each change
+// keeps the algorithm's state sensible: no burst towards a new member and no
+// reset that starves anyone.
+type Dynamic interface {
+	Strategy
+	// Add adds a member with the given weight and returns its index.
+	Add(weight int) (int, error)
+	// Remove removes member i; it is never picked again. Done may still be
+	// called for requests it had, and is ignored.
+	Remove(i int) error
+	// SetWeight changes member i's weight; weight 0 drains it.
+	SetWeight(i int, weight int) error
+}
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrNoMembers: a strategy needs at least one member.
+	ErrNoMembers = errors.New("strategies: no members")
+	// ErrNegativeWeight: weights are zero (never picked) or positive.
+	ErrNegativeWeight = errors.New("strategies: negative weight")
+	// ErrAllZero: at least one member must have a positive weight.
+	ErrAllZero = errors.New("strategies: every weight is zero")
+	// ErrUnknown: no strategy is registered under that name.
+	ErrUnknown = errors.New("strategies: unknown strategy")
+	// ErrNoMember: the index is out of range or the member was removed.
+	ErrNoMember = errors.New("strategies: no such member")
+	// ErrLastMember: the change would leave no member with a positive weight.
+	ErrLastMember = errors.New("strategies: change leaves no member with positive weight")
+	// ErrBadOption: an option's value is out of range.
+	ErrBadOption = errors.New("strategies: bad option")
+	// ErrTooLarge: a weight or member count exceeds what the algorithm supports.
+	ErrTooLarge = errors.New("strategies: too large")
+)
+
+// MaxWeight is the largest weight any strategy accepts. It keeps the
+// integer arithmetic of the weighted algorithms free of overflow.
+const MaxWeight = 1 << 20
+
+// checkWeights validates a constructor's weights.
+func checkWeights(weights []int) error {
+	if len(weights) == 0 {
+		return ErrNoMembers
+	}
+	positive := false
+	for i, w := range weights {
+		if w < 0 {
+			return fmt.Errorf("%w: member %d has weight %d", ErrNegativeWeight, i, w)
+		}
+		if w > MaxWeight {
+			return fmt.Errorf("%w: member %d has weight %d (max %d)", ErrTooLarge, i, w, MaxWeight)
+		}
+		if w > 0 {
+			positive = true
+		}
+	}
+	if !positive {
+		return ErrAllZero
+	}
+	return nil
+}
+
+// checkWeight validates one weight given to Add or SetWeight.
+func checkWeight(w int) error {
+	if w < 0 {
+		return fmt.Errorf("%w: %d", ErrNegativeWeight, w)
+	}
+	if w > MaxWeight {
+		return fmt.Errorf("%w: weight %d (max %d)", ErrTooLarge, w, MaxWeight)
+	}
+	return nil
+}
+
+// Equal returns n weights of 1, for callers that want an unweighted set.
+func Equal(n int) []int {
+	w := make([]int, n)
+	for i := range w {
+		w[i] = 1
+	}
+	return w
+}

@@ -1,0 +1,54 @@
+package dispatcher
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test them with errors.Is.
+var (
+	// ErrClosed: the dispatcher is closed (or closing) and takes no request.
+	ErrClosed = errors.New("dispatcher: closed")
+	// ErrBusy: TrySubmit found no room.
+	ErrBusy = errors.New("dispatcher: busy")
+	// ErrNilTask: the task function is nil.
+	ErrNilTask = errors.New("dispatcher: nil task")
+	// ErrNilContext: the context is nil.
+	ErrNilContext = errors.New("dispatcher: nil context")
+	// ErrBadOption: an option is out of range or contradicts another.
+	ErrBadOption = errors.New("dispatcher: bad option")
+	// ErrNoWorker: the index names no live worker.
+	ErrNoWorker = errors.New("dispatcher: no such worker")
+	// ErrNotDynamic: the strategy does not support membership changes.
+	ErrNotDynamic = errors.New("dispatcher: strategy does not support membership changes")
+	// ErrBadPick: the strategy picked an index that is not a live worker. The
+	// request is answered with this error instead of being lost.
+	ErrBadPick = errors.New("dispatcher: strategy picked no live worker")
+	// ErrTaskPanicked: the task panicked; the error is a *PanicError.
+	ErrTaskPanicked = errors.New("dispatcher: task panicked")
+	// ErrTaskExited: the task called runtime.Goexit; its worker was replaced.
+	ErrTaskExited = errors.New("dispatcher: task called runtime.Goexit")
+)
+
+// PanicError is the error of a task that panicked: the panic's value and
+// the stack of the worker goroutine at the panic. It matches
+// ErrTaskPanicked with errors.Is.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("dispatcher: task panicked: %v", e.Value)
+}
+
+// Is makes errors.Is(err, ErrTaskPanicked) true.
+func (e *PanicError) Is(target error) bool { return target == ErrTaskPanicked }
+
+// Unwrap exposes a panic value that is itself an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}

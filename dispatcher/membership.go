@@ -1,0 +1,100 @@
+package dispatcher
+
+import "fmt"
+
+// AddWorker starts a new worker with the given weight while requests flow
+// and returns its index. The strategy must support membership changes
+// (strategies.Dynamic), else ErrNotDynamic.
+func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
+	var idx int
+	err := d.exec(func() error {
+		b := &d.b
+		if b.dyn == nil {
+			return ErrNotDynamic
+		}
+		i, err := b.dyn.Add(weight)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+		j := b.pool.Add()
+		b.w = append(b.w, slot{weight: weight})
+		b.live++
+		if weight > 0 {
+			b.room++
+		}
+		if i != j {
+			// A strategy given by value whose indices do not follow the
+			// workers': undo, so nothing is ever sent to a wrong index.
+			_ = b.dyn.Remove(i)
+			d.removeLocked(j)
+			return fmt.Errorf("%w: strategy added member %d for worker %d", ErrBadOption, i, j)
+		}
+		idx = i
+		return nil
+	})
+	return idx, err
+}
+
+// RemoveWorker stops sending to worker i; it finishes what it has queued
+// and exits. Nothing is lost or run twice. Removing the last worker with a
+// positive weight is refused.
+func (d *Dispatcher[R]) RemoveWorker(i int) error {
+	return d.exec(func() error {
+		b := &d.b
+		if b.dyn == nil {
+			return ErrNotDynamic
+		}
+		if !b.pool.Live(i) {
+			return fmt.Errorf("%w: %d", ErrNoWorker, i)
+		}
+		if err := b.dyn.Remove(i); err != nil {
+			return err
+		}
+		d.removeLocked(i)
+		return nil
+	})
+}
+
+// removeLocked retires worker i on the balancer goroutine.
+func (d *Dispatcher[R]) removeLocked(i int) {
+	b := &d.b
+	if b.hasRoom(i) {
+		b.room--
+	}
+	b.w[i].removed = true
+	b.live--
+	_ = b.pool.Remove(i)
+	if b.held != nil && b.heldW == i {
+		// Its pick can no longer be honoured: pick again.
+		r := b.held
+		b.held = nil
+		d.dispatch(r)
+	}
+}
+
+// SetWeight changes worker i's weight while requests flow; 0 drains it
+// (it is no longer picked by weighted strategies).
+func (d *Dispatcher[R]) SetWeight(i, weight int) error {
+	return d.exec(func() error {
+		b := &d.b
+		if b.dyn == nil {
+			return ErrNotDynamic
+		}
+		if !b.pool.Live(i) {
+			return fmt.Errorf("%w: %d", ErrNoWorker, i)
+		}
+		if err := b.dyn.SetWeight(i, weight); err != nil {
+			return err
+		}
+		had := b.hasRoom(i)
+		b.w[i].weight = weight
+		if now := b.hasRoom(i); had != now {
+			if now {
+				b.room++
+			} else {
+				b.room--
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,114 @@
+package dispatcher
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// Option configures a Dispatcher at construction.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	workers      int
+	weights      []int
+	workerBuffer int
+	completion   int // -1: default (one slot per worker)
+	intake       int // -1: default
+	strategy     strategies.Strategy
+	strategyName string
+	strategyOpts []strategies.Option
+	errs         []error
+}
+
+func defaults() config {
+	return config{
+		workers:      runtime.GOMAXPROCS(0),
+		workerBuffer: 16,
+		completion:   -1,
+		intake:       -1,
+		strategyName: strategies.Default,
+	}
+}
+
+func (c *config) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...))
+}
+
+// WithWorkers sets the number of workers (default GOMAXPROCS).
+func WithWorkers(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.bad("workers must be at least 1, got %d", n)
+		}
+		c.workers = n
+	})
+}
+
+// WithWeights gives each worker a weight for weighted strategies; it also
+// sets the number of workers to len(weights). Weight 0 drains a worker.
+func WithWeights(weights ...int) Option {
+	return optionFunc(func(c *config) {
+		c.weights = append([]int(nil), weights...)
+		c.workers = len(weights)
+	})
+}
+
+// WithWorkerBuffer sets how many requests may wait in each worker's queue
+// behind the one it runs (default 16; 0 means one request per worker).
+func WithWorkerBuffer(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.bad("worker buffer must be >= 0, got %d", n)
+		}
+		c.workerBuffer = n
+	})
+}
+
+// WithCompletionBuffer sets the completion channel's capacity; 0 makes it
+// unbuffered (default: one slot per worker).
+func WithCompletionBuffer(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.bad("completion buffer must be >= 0, got %d", n)
+		}
+		c.completion = n
+	})
+}
+
+// WithIntakeBuffer sets the shared request channel's capacity. 0 makes
+// every submit a rendezvous with the balancer, as in Pike's design; the
+// default (workers × (worker buffer + 1)) lets submitters go on without one.
+func WithIntakeBuffer(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.bad("intake buffer must be >= 0, got %d", n)
+		}
+		c.intake = n
+	})
+}
+
+// WithStrategy uses s to pick workers. The dispatcher becomes its only
+// user: s must not be shared. Its members must be the workers 0..n-1.
+func WithStrategy(s strategies.Strategy) Option {
+	return optionFunc(func(c *config) {
+		if s == nil {
+			c.bad("nil strategy")
+		}
+		c.strategy = s
+	})
+}
+
+// WithStrategyName builds the strategy registered under name over the
+// workers' weights (see strategies.Names), with opts.
+func WithStrategyName(name string, opts ...strategies.Option) Option {
+	return optionFunc(func(c *config) {
+		c.strategyName = name
+		c.strategyOpts = opts
+	})
+}

@@ -1,0 +1,50 @@
+package dispatcher
+
+import "context"
+
+// request is one submitted task and its answer. The worker writes res and
+// err, then signals done as its very last touch of the request, so the
+// requester may reuse it as soon as it has received from done.
+type request[R any] struct {
+	ctx    context.Context
+	fn     Task[R]
+	key    uint64
+	res    R
+	err    error
+	done   chan struct{} // capacity 1: the answer never blocks a worker
+	future bool          // done is closed (many may wait) instead of sent on
+}
+
+func (r *request[R]) answer(v R, err error) {
+	r.res, r.err = v, err
+	if r.future {
+		close(r.done)
+		return
+	}
+	// Capacity 1 and one answer per request: never blocks, even when the
+	// requester has given up and left.
+	r.done <- struct{}{}
+}
+
+func (r *request[R]) answerErr(err error) {
+	var zero R
+	r.answer(zero, err)
+}
+
+// Future is the pending answer of a submitted task.
+type Future[R any] struct{ r request[R] }
+
+// Done is closed when the answer is ready.
+func (f *Future[R]) Done() <-chan struct{} { return f.r.done }
+
+// Wait returns the task's answer, or ctx's error if ctx ends first (the
+// task is not cancelled by that; Wait may be called again).
+func (f *Future[R]) Wait(ctx context.Context) (R, error) {
+	select {
+	case <-f.r.done:
+		return f.r.res, f.r.err
+	case <-ctx.Done():
+		var zero R
+		return zero, ctx.Err()
+	}
+}

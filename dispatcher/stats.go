@@ -1,0 +1,112 @@
+package dispatcher
+
+import (
+	"math"
+	"time"
+)
+
+// WorkerStats describes one worker.
+type WorkerStats struct {
+	Index      int
+	Weight     int
+	Pending    int           // requests sent to it and not yet reported done
+	MaxPending int           // the most it ever had pending
+	Completed  int64         // requests it finished
+	Busy       time.Duration // time it spent running them
+	Removed    bool
+}
+
+// Stats is a snapshot of the dispatcher.
+type Stats struct {
+	Workers    []WorkerStats
+	Dispatched int64 // requests sent to workers
+	Completed  int64 // requests workers reported done
+	Pending    int   // requests at workers now
+	Held       bool  // a request waits for its picked worker's room
+	Stalls     int64 // picks that found the worker full and waited
+	Replaced   int64 // worker goroutines replaced after a task's Goexit
+
+	// Pike's figure: the mean and standard deviation of pending across live
+	// workers, now and averaged over every balancer event of the run (the
+	// run's deviation is the root of the mean variance).
+	PendingMean, PendingStdDev       float64
+	RunPendingMean, RunPendingStdDev float64
+}
+
+// Stats returns a snapshot taken by the balancer goroutine, or the final
+// one once the dispatcher has stopped.
+func (d *Dispatcher[R]) Stats() Stats {
+	var s Stats
+	if err := d.call(func() error { s = d.snapshot(); return nil }); err != nil {
+		return *d.final.Load() // stopped: the final snapshot is set
+	}
+	return s
+}
+
+func (d *Dispatcher[R]) snapshot() Stats {
+	b := &d.b
+	s := Stats{
+		Workers:    make([]WorkerStats, len(b.w)),
+		Dispatched: b.dispatched,
+		Completed:  b.completed,
+		Pending:    b.total,
+		Held:       b.held != nil,
+		Stalls:     b.stalls,
+		Replaced:   b.pool.Replaced(),
+	}
+	var live int
+	var s1, s2 float64
+	for i, w := range b.w {
+		s.Workers[i] = WorkerStats{
+			Index: i, Weight: w.weight, Pending: w.pending, MaxPending: w.maxPending,
+			Completed: w.completed, Busy: time.Duration(w.busy), Removed: w.removed,
+		}
+		if !w.removed {
+			live++
+			p := float64(w.pending)
+			s1 += p
+			s2 += p * p
+		}
+	}
+	if live > 0 {
+		s.PendingMean = s1 / float64(live)
+		s.PendingStdDev = math.Sqrt(math.Max(0, s2/float64(live)-s.PendingMean*s.PendingMean))
+	}
+	s.RunPendingMean, s.RunPendingStdDev = b.pend.run()
+	return s
+}
+
+// pendingStats keeps Σpending and Σpending² over workers incrementally, so
+// sampling Pike's mean and deviation after every event costs O(1).
+type pendingStats struct {
+	s1, s2  int64   // Σp and Σp² now
+	events  int64   // samples taken
+	sumMean float64 // Σ over samples of s1/n
+	sumVar  float64 // Σ over samples of the variance
+}
+
+// add records one worker's pending going from p to p+delta.
+func (ps *pendingStats) add(p, delta int) {
+	q := int64(p + delta)
+	ps.s1 += int64(delta)
+	ps.s2 += q*q - int64(p)*int64(p)
+}
+
+func (ps *pendingStats) sample(live int) {
+	if live == 0 {
+		return
+	}
+	n := float64(live)
+	mean := float64(ps.s1) / n
+	ps.sumMean += mean
+	ps.sumVar += float64(ps.s2)/n - mean*mean
+	ps.events++
+}
+
+func (ps *pendingStats) run() (mean, stddev float64) {
+	if ps.events == 0 {
+		return 0, 0
+	}
+	e := float64(ps.events)
+	return ps.sumMean / e, math.Sqrt(math.Max(0, ps.sumVar/e))
+}

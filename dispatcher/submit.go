@@ -1,0 +1,130 @@
+package dispatcher
+
+import "context"
+
+// Do submits fn and waits for its answer: fn's value and error, a
+// *PanicError, ErrTaskExited, or ctx's error if ctx ends first (fn then
+// never starts if it had not). It blocks while there is no room (backpressure)
+// and returns ErrClosed once Close has begun. Do allocates nothing.
+func (d *Dispatcher[R]) Do(ctx context.Context, fn Task[R]) (R, error) {
+	return d.do(ctx, 0, fn)
+}
+
+// Submit submits fn and returns its Future without waiting for the answer.
+// It blocks while there is no room, until ctx ends.
+func (d *Dispatcher[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return d.submit(ctx, 0, fn, true)
+}
+
+// TrySubmit is Submit that never blocks: it returns ErrBusy when there is
+// no room for the request right now.
+func (d *Dispatcher[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return d.submit(ctx, 0, fn, false)
+}
+
+// Keyed submits requests carrying a routing key, which affinity strategies
+// (consistent-hash, bounded-hash) use to send equal keys to the same worker.
+// Requests with one key reach that worker in submission order per requester.
+type Keyed[R any] struct {
+	d   *Dispatcher[R]
+	key uint64
+}
+
+// Key returns a view of d whose requests carry the routing key k.
+func (d *Dispatcher[R]) Key(k uint64) Keyed[R] { return Keyed[R]{d: d, key: k} }
+
+// Do is Dispatcher.Do with the view's key.
+func (k Keyed[R]) Do(ctx context.Context, fn Task[R]) (R, error) { return k.d.do(ctx, k.key, fn) }
+
+// Submit is Dispatcher.Submit with the view's key.
+func (k Keyed[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return k.d.submit(ctx, k.key, fn, true)
+}
+
+// TrySubmit is Dispatcher.TrySubmit with the view's key.
+func (k Keyed[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return k.d.submit(ctx, k.key, fn, false)
+}
+
+func check[R any](ctx context.Context, fn Task[R]) error {
+	if ctx == nil {
+		return ErrNilContext
+	}
+	if fn == nil {
+		return ErrNilTask
+	}
+	// A context already done: the task never runs.
+	return ctx.Err()
+}
+
+func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, error) {
+	var zero R
+	if err := check(ctx, fn); err != nil {
+		return zero, err
+	}
+	r := d.reqs.Get().(*request[R])
+	r.ctx, r.fn, r.key = ctx, fn, key
+	if err := d.enqueue(ctx, r, true); err != nil {
+		d.release(r)
+		return zero, err
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		select {
+		case <-r.done: // answered meanwhile: prefer the answer
+		default:
+			// The worker still owns r; leave it to the garbage collector.
+			return zero, ctx.Err()
+		}
+	}
+	v, err := r.res, r.err
+	d.release(r)
+	return v, err
+}
+
+// release clears r and returns it to the pool for the next Do.
+func (d *Dispatcher[R]) release(r *request[R]) {
+	var zero R
+	r.ctx, r.fn, r.res, r.err = nil, nil, zero, nil
+	d.reqs.Put(r)
+}
+
+func (d *Dispatcher[R]) submit(ctx context.Context, key uint64, fn Task[R], block bool) (*Future[R], error) {
+	if err := check(ctx, fn); err != nil {
+		return nil, err
+	}
+	f := &Future[R]{r: request[R]{ctx: ctx, fn: fn, key: key, done: make(chan struct{}), future: true}}
+	if err := d.enqueue(ctx, &f.r, block); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// enqueue hands r to the balancer. Once it returns nil, r will be answered
+// exactly once.
+func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if !block {
+		select {
+		case d.intake <- r:
+			return nil
+		default:
+			return ErrBusy
+		}
+	}
+	// Safe against Close: quit is closed before Close waits for mu, so a
+	// submitter blocked here wakes up, and after Close holds mu no one sends.
+	select {
+	case d.intake <- r:
+		return nil
+	case <-d.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,194 @@
+package strategies
+
+import (
+	"math/bits"
+	"time"
+)
+
+func init() {
+	register("swrr", func(w []int, o ...Option) (Strategy, error) { return NewSWRR(w, o...) })
+}
+
+// SWRR is smooth weighted round-robin with a guaranteed lag below one pick:
+// no member is ever a whole pick ahead of or behind its share w_i/W, on any
+// weight vector. nginx's smooth WRR gives the same smoothness in practice
+// but costs O(n) per pick (9 µs at 10 000 members); kitex's table version
+// needs O(ΣW) memory.
+//
+// The rule is Pfair's (Baruah et al. 1996) and WF2Q's (Bennett and Zhang
+// 1996) applied to pick slots: member i's j-th pick has the window
+// [⌊(j−1)·W/w_i⌋, ⌈j·W/w_i⌉); a member is eligible once its window has
+// opened, and the eligible member whose window ends first wins (ties: the
+// window that opened first, then the lower index). Since a sequence with
+// lag < 1 exists for every weight vector (Tijdeman 1980) and earliest
+// deadline first is optimal for unit jobs with integer release times, every
+// pick lands inside its window, which is exactly lag < 1. A cycle of W picks
+// gives every member exactly w_i picks. With 5,1,1 the cycle is
+// a a a b a c a.
+//
+// Windows advance by the exact quotient and remainder of W/w_i, so a pick
+// does no division and no float; two 4-ary heaps hold the eligible members
+// (by window end) and the waiting ones (by window start).
+//
+// Pick costs O(log n) and allocates nothing; a membership change costs O(n).
+// Not safe for concurrent use.
+type SWRR struct {
+	members
+	ent  []swrrEnt
+	elig dheap // eligible members by (window end, window start)
+	wait dheap // members whose next window has not opened, by window start
+	t    uint64
+	sumW uint64 // the W the windows were computed with
+	on   []bool // member has a window (is in one of the heaps)
+}
+
+// swrrEnt is member i's current window: it opens at start and ends at
+// endQ + endR/w, an exact rational kept as quotient and remainder.
+type swrrEnt struct {
+	start, endQ, endR uint64
+	stepQ, stepR, w   uint64
+}
+
+func (e *swrrEnt) end() uint64 {
+	if e.endR != 0 {
+		return e.endQ + 1
+	}
+	return e.endQ
+}
+
+// advance moves to the window of the next pick, which opens where the
+// current one's exact end is floored.
+func (e *swrrEnt) advance() {
+	e.start = e.endQ
+	e.endQ += e.stepQ
+	e.endR += e.stepR
+	if e.endR >= e.w {
+		e.endR -= e.w
+		e.endQ++
+	}
+}
+
+var _ Dynamic = (*SWRR)(nil)
+
+// NewSWRR returns a smooth weighted round-robin strategy over members with
+// the given weights.
+func NewSWRR(weights []int, _ ...Option) (*SWRR, error) {
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	s := &SWRR{members: m}
+	s.rewindow()
+	return s, nil
+}
+
+// Pick returns the eligible member whose window ends first.
+func (s *SWRR) Pick(uint64) int {
+	for {
+		for s.wait.len() > 0 && s.wait.top().k1 <= s.t {
+			x := s.wait.pop()
+			e := &s.ent[x.idx]
+			s.elig.push(int(x.idx), e.end(), e.start)
+		}
+		if s.elig.len() > 0 {
+			break
+		}
+		// Only after a membership change can every window be closed: skip
+		// the idle slots rather than return a member early.
+		s.t = s.wait.top().k1
+	}
+	i := int(s.elig.top().idx)
+	e := &s.ent[i]
+	e.advance()
+	s.t++
+	if e.start <= s.t {
+		s.elig.set(i, e.end(), e.start)
+	} else {
+		s.elig.pop()
+		s.wait.push(i, e.start, 0)
+	}
+	return i
+}
+
+// Done is a no-op: swrr ignores completions.
+func (s *SWRR) Done(int, time.Duration) {}
+
+// Add adds a member. Its first window opens now and lasts W/w picks, so it
+// gets its share from now on, with no burst to catch up.
+func (s *SWRR) Add(weight int) (int, error) {
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.rewindow()
+	return i, nil
+}
+
+// Remove removes member i; the others' pending windows shrink in proportion.
+func (s *SWRR) Remove(i int) error {
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.rewindow()
+	return nil
+}
+
+// SetWeight changes i's weight; 0 drains it.
+func (s *SWRR) SetWeight(i, weight int) error {
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	s.rewindow()
+	return nil
+}
+
+// rewindow recomputes every window for the current weights, keeping each
+// member's place: an open window keeps its start (the member is still owed
+// its pick; its end moves to start + W/w), a window not yet open keeps its
+// distance from now scaled by W'/W, and a new member opens now. Nobody is
+// reset to the front, so nobody is favoured or starved by a change.
+func (s *SWRR) rewindow() {
+	oldW, newW := s.sumW, uint64(s.total)
+	for len(s.ent) < len(s.weight) {
+		s.ent = append(s.ent, swrrEnt{})
+		s.on = append(s.on, false)
+	}
+	s.elig.reset()
+	s.wait.reset()
+	for i := range s.weight {
+		if !s.eligible(i) {
+			s.on[i] = false
+			continue
+		}
+		e := &s.ent[i]
+		switch {
+		case !s.on[i]:
+			e.start = s.t
+		case e.start > s.t && oldW != newW:
+			d := min(e.start-s.t, oldW)
+			hi, lo := bits.Mul64(d, newW)
+			q, _ := bits.Div64(hi, lo, oldW) // d ≤ oldW, so q ≤ newW
+			e.start = s.t + q
+		}
+		s.on[i] = true
+		e.w = uint64(s.weight[i])
+		e.stepQ, e.stepR = newW/e.w, newW%e.w
+		e.endQ, e.endR = e.start+e.stepQ, e.stepR
+		if e.start <= s.t {
+			s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
+		} else {
+			s.wait.e = append(s.wait.e, hent{k1: e.start, idx: int32(i)})
+		}
+	}
+	s.elig.init()
+	s.wait.init()
+	s.sumW = newW
+}
+
+// check verifies both heaps; tests call it.
+func (s *SWRR) check() error {
+	if err := s.elig.check(); err != nil {
+		return err
+	}
+	return s.wait.check()
+}

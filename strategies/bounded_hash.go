@@ -1,0 +1,118 @@
+package strategies
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+func init() {
+	register("bounded-hash", func(w []int, o ...Option) (Strategy, error) { return NewBoundedHash(w, o...) })
+}
+
+// BoundedHash is consistent hashing with bounded loads (Mirrokni, Thorup and
+// Zadimoghaddam, SODA 2018; arXiv 2016): a key goes to its ring owner unless
+// that member already has its capacity ⌈c·(m+1)·w_i/W⌉ pending, m being the
+// pending total, in which case it walks on along the ring to the first
+// member under its capacity. So no member exceeds ⌈c·mean⌉ (weighted) at
+// pick time, and a key stays on its member while that member is under the
+// bound. c is WithLoadFactor (default 1.25, must be > 1). Pick counts
+// pending until Done.
+//
+// Pick costs O(1) expected plus a walk of expected length O(1/(c−1)²) when
+// the owner is full, and allocates nothing. Not safe for concurrent use.
+type BoundedHash struct {
+	members
+	ring    hashRing
+	c       float64
+	pending []int
+	sum     int // pending over present members
+}
+
+var _ Dynamic = (*BoundedHash)(nil)
+
+// NewBoundedHash returns a bounded-load consistent-hashing strategy over
+// members with the given weights.
+func NewBoundedHash(weights []int, opts ...Option) (*BoundedHash, error) {
+	cfg := newConfig(opts)
+	if !(cfg.loadFactor > 1) || math.IsInf(cfg.loadFactor, 0) {
+		return nil, fmt.Errorf("%w: load factor %v must be > 1", ErrBadOption, cfg.loadFactor)
+	}
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newHashRing(&m, cfg.virtualNodes)
+	if err != nil {
+		return nil, err
+	}
+	return &BoundedHash{members: m, ring: r, c: cfg.loadFactor, pending: make([]int, len(weights))}, nil
+}
+
+// Pick returns the first member at or after key's ring point that is under
+// its load bound, and counts one more pending on it.
+func (s *BoundedHash) Pick(key uint64) int {
+	// pending < ⌈f·w⌉ is pending < f·w for an integer pending.
+	f := s.c * float64(s.sum+1) / float64(s.total)
+	j := s.ring.lookup(mix64(key))
+	for {
+		o := s.ring.owner(j)
+		if float64(s.pending[o]) < f*float64(s.weight[o]) {
+			s.pending[o]++
+			s.sum++
+			return o
+		}
+		// Capacities sum to c·(m+1) > m, so someone is under the bound and
+		// the walk ends within one lap.
+		if j++; j == len(s.ring.pts) {
+			j = 0
+		}
+	}
+}
+
+// Done counts one request of member i as no longer pending.
+func (s *BoundedHash) Done(i int, _ time.Duration) {
+	if s.has(i) && s.pending[i] > 0 {
+		s.pending[i]--
+		s.sum--
+	}
+}
+
+// Pending returns member i's pending count as the strategy sees it.
+func (s *BoundedHash) Pending(i int) int {
+	if !s.has(i) {
+		return 0
+	}
+	return s.pending[i]
+}
+
+// Add adds a member; it takes over only the keys its own points cover.
+func (s *BoundedHash) Add(weight int) (int, error) {
+	if len(s.weight) >= ringMaxMembers {
+		return 0, ErrTooLarge
+	}
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.pending = append(s.pending, 0)
+	return i, s.ring.set(i, weight)
+}
+
+// Remove removes member i; its pending requests no longer count.
+func (s *BoundedHash) Remove(i int) error {
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.sum -= s.pending[i]
+	s.pending[i] = 0
+	return s.ring.set(i, 0)
+}
+
+// SetWeight changes i's weight and its share of the ring.
+func (s *BoundedHash) SetWeight(i, weight int) error {
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	return s.ring.set(i, weight)
+}

@@ -1,0 +1,151 @@
+package strategies
+
+import "time"
+
+func init() {
+	register("least-requests", func(w []int, o ...Option) (Strategy, error) { return NewLeastRequests(w, o...) })
+}
+
+// LeastRequests is skipper's leastRequests (zalando/skipper v0.27.53): the
+// member with the lowest pending/weight wins, and ties go in smooth weighted
+// order, so with equal weights and nothing pending it is round-robin.
+// skipper scans every endpoint, O(n) (437 µs at 10 000); this keeps the
+// members in a 4-ary indexed heap keyed by pending·⌊2^40/w⌋, so the ratio
+// is compared without division.
+//
+// The tie order is a virtual clock (start-time fair queuing): each member
+// has a virtual start that advances by ⌊2^40/w⌋ per pick and is never
+// behind the clock, and ties go to the lowest midpoint start + ⌊2^40/w⌋/2.
+// A member back from being busy therefore resumes its turn instead of
+// catching up in a burst.
+//
+// Pick and Done cost O(log n) and allocate nothing. Not safe for concurrent
+// use.
+type LeastRequests struct {
+	members
+	ent []lrEnt
+	h   dheap
+	vt  uint64
+}
+
+type lrEnt struct {
+	pending uint64
+	inv     uint64 // ⌊2^40/w⌋: pending·inv orders by pending/w
+	start   uint64 // virtual start of the member's next pick
+}
+
+// lrMaxPending caps the pending count in the key so pending·inv fits in 63
+// bits; beyond it members compare as equally loaded.
+const lrMaxPending = 1 << 23
+
+var _ Dynamic = (*LeastRequests)(nil)
+
+// NewLeastRequests returns a least-requests strategy over members with the
+// given weights.
+func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	s := &LeastRequests{members: m, ent: make([]lrEnt, len(weights))}
+	for i := range weights {
+		if m.eligible(i) {
+			e := &s.ent[i]
+			e.inv = (1 << 40) / uint64(m.weight[i])
+			s.h.e = append(s.h.e, hent{k1: 0, k2: e.inv / 2, idx: int32(i)})
+		}
+	}
+	s.h.grow(len(weights) - 1)
+	s.h.init()
+	return s, nil
+}
+
+func (e *lrEnt) keys() (uint64, uint64) {
+	return min(e.pending, lrMaxPending) * e.inv, e.start + e.inv/2
+}
+
+// Pick returns the member with the lowest pending/weight and counts one more
+// pending on it.
+func (s *LeastRequests) Pick(uint64) int {
+	i := int(s.h.top().idx)
+	e := &s.ent[i]
+	e.pending++
+	st := max(e.start, s.vt)
+	s.vt = st
+	e.start = st + e.inv
+	k1, k2 := e.keys()
+	s.h.set(i, k1, k2)
+	return i
+}
+
+// Done counts one request of member i as no longer pending.
+func (s *LeastRequests) Done(i int, _ time.Duration) {
+	if !s.has(i) || s.ent[i].pending == 0 {
+		return
+	}
+	e := &s.ent[i]
+	e.pending--
+	if s.h.has(i) {
+		k1, k2 := e.keys()
+		s.h.set(i, k1, k2)
+	}
+}
+
+// Pending returns member i's pending count as the strategy sees it.
+func (s *LeastRequests) Pending(i int) int {
+	if !s.has(i) {
+		return 0
+	}
+	return int(s.ent[i].pending)
+}
+
+// Add adds a member. It starts with nothing pending, so it takes picks until
+// its load matches the others', as a fresh worker should; among ties it
+// starts at the current virtual time, not ahead of everyone.
+func (s *LeastRequests) Add(weight int) (int, error) {
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.ent = append(s.ent, lrEnt{start: s.vt})
+	s.sync(i)
+	return i, nil
+}
+
+// Remove takes member i out of the heap.
+func (s *LeastRequests) Remove(i int) error {
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.h.remove(i)
+	return nil
+}
+
+// SetWeight changes i's weight, keeping its pending count; 0 drains it.
+func (s *LeastRequests) SetWeight(i, weight int) error {
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	s.sync(i)
+	return nil
+}
+
+// sync puts member i in the heap with fresh keys, or takes it out.
+func (s *LeastRequests) sync(i int) {
+	if !s.eligible(i) {
+		s.h.remove(i)
+		return
+	}
+	e := &s.ent[i]
+	e.inv = (1 << 40) / uint64(s.weight[i])
+	e.start = max(e.start, s.vt)
+	k1, k2 := e.keys()
+	if s.h.has(i) {
+		s.h.set(i, k1, k2)
+	} else {
+		s.h.push(i, k1, k2)
+	}
+}
+
+// check verifies the heap; tests call it.
+func (s *LeastRequests) check() error { return s.h.check() }

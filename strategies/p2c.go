@@ -1,0 +1,92 @@
+package strategies
+
+import "time"
+
+func init() {
+	register("p2c", func(w []int, o ...Option) (Strategy, error) { return NewP2C(w, o...) })
+}
+
+// P2C is the power of two choices (Mitzenmacher 2001; Envoy's and gRPC's
+// least-request with choice count 2): draw two members in proportion to
+// their weights and take the one with the lower pending/weight, compared as
+// pending_a·w_b < pending_b·w_a. A tie keeps the first draw, so with nothing
+// pending the shares are the weights. Pick counts pending until Done.
+//
+// Pick costs O(1) (two alias-table draws) and allocates nothing; a
+// membership change costs O(n). Not safe for concurrent use.
+type P2C struct {
+	members
+	tab     aliasTable
+	rng     rng
+	pending []int
+}
+
+var _ Dynamic = (*P2C)(nil)
+
+// NewP2C returns a power-of-two-choices strategy over members with the given
+// weights.
+func NewP2C(weights []int, opts ...Option) (*P2C, error) {
+	m, err := newMembers(weights)
+	if err != nil {
+		return nil, err
+	}
+	s := &P2C{members: m, rng: newRNG(newConfig(opts).seed), pending: make([]int, len(weights))}
+	s.tab.build(&s.members)
+	return s, nil
+}
+
+// Pick returns the less loaded of two weighted draws and counts one more
+// pending on it.
+func (s *P2C) Pick(uint64) int {
+	a := s.tab.sample(s.rng.uint64())
+	b := s.tab.sample(s.rng.uint64())
+	if s.pending[b]*s.weight[a] < s.pending[a]*s.weight[b] {
+		a = b
+	}
+	s.pending[a]++
+	return a
+}
+
+// Done counts one request of member i as no longer pending.
+func (s *P2C) Done(i int, _ time.Duration) {
+	if s.has(i) && s.pending[i] > 0 {
+		s.pending[i]--
+	}
+}
+
+// Pending returns member i's pending count as the strategy sees it.
+func (s *P2C) Pending(i int) int {
+	if !s.has(i) {
+		return 0
+	}
+	return s.pending[i]
+}
+
+// Add adds a member with nothing pending.
+func (s *P2C) Add(weight int) (int, error) {
+	i, err := s.add(weight)
+	if err != nil {
+		return 0, err
+	}
+	s.pending = append(s.pending, 0)
+	s.tab.build(&s.members)
+	return i, nil
+}
+
+// Remove removes member i.
+func (s *P2C) Remove(i int) error {
+	if err := s.remove(i); err != nil {
+		return err
+	}
+	s.tab.build(&s.members)
+	return nil
+}
+
+// SetWeight changes i's weight, keeping its pending count.
+func (s *P2C) SetWeight(i, weight int) error {
+	if err := s.setWeight(i, weight); err != nil {
+		return err
+	}
+	s.tab.build(&s.members)
+	return nil
+}

@@ -115,3 +115,25 @@ func ExampleDispatcher_Close() {
 	// 1 <nil>
 	// true
 }
+
+// Weighted workers: swrr sends each worker its exact share, interleaved
+// (examples/weighted is the longer version).
+func ExampleWithWeights() {
+	d, err := dispatcher.New[int](dispatcher.WithWeights(2, 1, 1), dispatcher.WithStrategyName("swrr"))
+	if err != nil {
+		panic(err)
+	}
+	for i := range 400 {
+		if _, err := d.Submit(context.Background(), func(context.Context) (int, error) { return i, nil }); err != nil {
+			panic(err)
+		}
+	}
+	d.Close(context.Background()) // drains every accepted request
+	for _, w := range d.Stats().Workers {
+		fmt.Printf("worker %d weight %d completed %d\n", w.Index, w.Weight, w.Completed)
+	}
+	// Output:
+	// worker 0 weight 2 completed 200
+	// worker 1 weight 1 completed 100
+	// worker 2 weight 1 completed 100
+}

@@ -137,3 +137,27 @@ func ExampleWithWeights() {
 	// worker 1 weight 1 completed 100
 	// worker 2 weight 1 completed 100
 }
+
+// Keyed requests under consistent-hash run in submission order per key:
+// they all reach one worker, whose queue is first in, first out.
+func ExampleKeyed_Submit() {
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(3), dispatcher.WithStrategyName("consistent-hash"))
+	if err != nil {
+		panic(err)
+	}
+	var order []int
+	var futures []*dispatcher.Future[int]
+	for seq := range 5 {
+		f, _ := d.Key(7).Submit(context.Background(), func(context.Context) (int, error) {
+			order = append(order, seq) // one worker runs key 7: no race
+			return seq, nil
+		})
+		futures = append(futures, f)
+	}
+	for _, f := range futures {
+		f.Wait(context.Background())
+	}
+	d.Close(context.Background())
+	fmt.Println(order)
+	// Output: [0 1 2 3 4]
+}

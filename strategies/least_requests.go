@@ -14,10 +14,10 @@ func init() {
 // is compared without division.
 //
 // The tie order is a virtual clock (start-time fair queuing): each member
-// has a virtual start that advances by ⌊2^40/w⌋ per pick and is never
-// behind the clock, and ties go to the lowest midpoint start + ⌊2^40/w⌋/2.
-// A member back from being busy therefore resumes its turn instead of
-// catching up in a burst.
+// has a virtual start that advances by ⌊2^40/w⌋ per pick and is never more
+// than half a pick behind the clock, and ties go to the lowest midpoint
+// start + ⌊2^40/w⌋/2. A member back from being busy therefore resumes its
+// turn instead of catching up in a burst.
 //
 // Pick and Done cost O(log n) and allocate nothing. Not safe for concurrent
 // use.
@@ -70,8 +70,8 @@ func (s *LeastRequests) Pick(uint64) int {
 	i := int(s.h.top().idx)
 	e := &s.ent[i]
 	e.pending++
-	st := max(e.start, s.vt)
-	s.vt = st
+	st := s.catchUp(e)
+	s.vt = max(s.vt, st)
 	e.start = st + e.inv
 	k1, k2 := e.keys()
 	s.h.set(i, k1, k2)
@@ -89,6 +89,17 @@ func (s *LeastRequests) Done(i int, _ time.Duration) {
 		k1, k2 := e.keys()
 		s.h.set(i, k1, k2)
 	}
+}
+
+// catchUp returns e's start, raised to within half a pick of the clock. A
+// member that has been tied for picks all along is never below that (the
+// winner has the lowest midpoint), so only one back from being busy, or new,
+// is raised: it resumes its turn instead of catching up in a burst.
+func (s *LeastRequests) catchUp(e *lrEnt) uint64 {
+	if floor := s.vt - min(s.vt, e.inv/2); e.start < floor {
+		return floor
+	}
+	return e.start
 }
 
 // Pending returns member i's pending count as the strategy sees it.
@@ -138,7 +149,7 @@ func (s *LeastRequests) sync(i int) {
 	}
 	e := &s.ent[i]
 	e.inv = (1 << 40) / uint64(s.weight[i])
-	e.start = max(e.start, s.vt)
+	e.start = s.catchUp(e)
 	k1, k2 := e.keys()
 	if s.h.has(i) {
 		s.h.set(i, k1, k2)

@@ -1,0 +1,239 @@
+package dispatcher_test
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/dispatcher"
+)
+
+// TestNoDeadlockMatrix runs closed-loop requesters (each waits for its
+// answer before the next request, as in Pike's demo) over every
+// combination of worker count, worker buffer, completion channel and
+// requester count; every cell must finish within its bound. The intake is a
+// rendezvous (Pike's unbuffered request channel), the hardest case for the
+// gate.
+func TestNoDeadlockMatrix(t *testing.T) {
+	const cellBound = 20 * time.Second
+	for _, workers := range []int{1, 2, 8} {
+		for _, buf := range []int{0, 1, 64} {
+			full := workers * (buf + 1)
+			for _, comp := range []struct {
+				name string
+				n    int
+			}{{"unbuffered", 0}, {fmt.Sprintf("buffered-%d", workers), workers}} {
+				for _, requesters := range distinct(1, full, 4*full, 1000) {
+					name := fmt.Sprintf("workers=%d/buffer=%d/completion=%s/requesters=%d", workers, buf, comp.name, requesters)
+					t.Run(name, func(t *testing.T) {
+						d := newDispatcher(t,
+							dispatcher.WithWorkers(workers),
+							dispatcher.WithWorkerBuffer(buf),
+							dispatcher.WithCompletionBuffer(comp.n),
+							dispatcher.WithIntakeBuffer(0))
+						// Enough requests per requester that queues fill and
+						// drain many times, bounded so the matrix stays fast.
+						per := max(3, 3000/requesters)
+						var answered atomic.Int64
+						within(t, cellBound, name, func() {
+							requestLoop(t, d, requesters, per, &answered)
+						})
+						total := int64(requesters * per)
+						require.Equal(t, total, answered.Load())
+						closeWithin(t, d, cellBound)
+						s := d.Stats()
+						assert.Equal(t, total, s.Completed)
+						assert.Equal(t, total, s.Dispatched)
+						assert.Zero(t, s.Pending)
+					})
+				}
+			}
+		}
+	}
+}
+
+// requestLoop runs requesters goroutines that each Do per requests in turn,
+// every task returning its own id, and counts the correct answers.
+func requestLoop(t *testing.T, d *dispatcher.Dispatcher[int], requesters, per int, answered *atomic.Int64) {
+	var wg sync.WaitGroup
+	for g := range requesters {
+		wg.Go(func() {
+			for k := range per {
+				id := g*per + k
+				v, err := d.Do(context.Background(), func(context.Context) (int, error) {
+					if id%3 == 0 {
+						runtime.Gosched() // vary completion order
+					}
+					return id, nil
+				})
+				if !assert.NoError(t, err) || !assert.Equal(t, id, v) {
+					return
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestTextbookDispatchDeadlocks documents why the balancer has a gate:
+// the textbook dispatch (Pike's, below) blocks on w.requests <- req while
+// that worker blocks sending on the unbuffered completion channel. With 2
+// workers, buffer 1 and 4 closed-loop requesters it stops making progress;
+// the same cell of TestNoDeadlockMatrix finishes.
+func TestTextbookDispatchDeadlocks(t *testing.T) {
+	const (
+		stall = 2 * time.Second  // no progress for this long: deadlocked
+		limit = 20 * time.Second // progress all along for this long: it did not
+	)
+	tb := startTextbook(2, 1, 4)
+	defer func() {
+		close(tb.kill) // release every goroutine of the reference
+		within(t, 5*time.Second, "textbook shutdown", tb.wg.Wait)
+	}()
+	last, since, start := int64(-1), time.Now(), time.Now()
+	for time.Since(start) < limit {
+		time.Sleep(50 * time.Millisecond)
+		if n := tb.progress.Load(); n != last {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) >= stall {
+			t.Logf("textbook dispatch deadlocked after %d answers", last)
+			return
+		}
+	}
+	t.Fatalf("textbook dispatch kept making progress for %v (%d answers); expected a deadlock", limit, tb.progress.Load())
+}
+
+// textbook is Pike's balancer as published, with one addition: every
+// blocking operation also selects on kill, so the test can release it.
+type textbook struct {
+	requests chan tbRequest
+	done     chan *tbWorker
+	pool     tbPool
+	kill     chan struct{}
+	wg       sync.WaitGroup
+	progress atomic.Int64
+}
+
+type tbRequest struct {
+	fn func() int
+	c  chan int
+}
+
+type tbWorker struct {
+	requests chan tbRequest
+	pending  int
+	index    int
+}
+
+type tbPool []*tbWorker
+
+func (p tbPool) Len() int           { return len(p) }
+func (p tbPool) Less(i, j int) bool { return p[i].pending < p[j].pending }
+func (p tbPool) Swap(i, j int) {
+	p[i], p[j] = p[j], p[i]
+	p[i].index, p[j].index = i, j
+}
+func (p *tbPool) Push(x any) {
+	w := x.(*tbWorker)
+	w.index = len(*p)
+	*p = append(*p, w)
+}
+func (p *tbPool) Pop() any {
+	old := *p
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*p = old[:len(old)-1]
+	return w
+}
+
+func startTextbook(workers, buffer, requesters int) *textbook {
+	tb := &textbook{requests: make(chan tbRequest), done: make(chan *tbWorker), kill: make(chan struct{})}
+	for range workers {
+		w := &tbWorker{requests: make(chan tbRequest, buffer)}
+		heap.Push(&tb.pool, w)
+		tb.wg.Go(func() { tb.work(w) })
+	}
+	tb.wg.Go(tb.balance)
+	for range requesters {
+		tb.wg.Go(tb.request)
+	}
+	return tb
+}
+
+func (tb *textbook) request() {
+	c := make(chan int, 1)
+	for {
+		select {
+		case tb.requests <- tbRequest{fn: func() int { return 1 }, c: c}:
+		case <-tb.kill:
+			return
+		}
+		select {
+		case <-c:
+			tb.progress.Add(1)
+		case <-tb.kill:
+			return
+		}
+	}
+}
+
+func (tb *textbook) work(w *tbWorker) {
+	for {
+		var req tbRequest
+		select {
+		case req = <-w.requests:
+		case <-tb.kill:
+			return
+		}
+		req.c <- req.fn()
+		select {
+		case tb.done <- w: // unbuffered: blocks until the balancer receives
+		case <-tb.kill:
+			return
+		}
+	}
+}
+
+func (tb *textbook) balance() {
+	for {
+		select {
+		case req := <-tb.requests:
+			w := heap.Pop(&tb.pool).(*tbWorker)
+			select {
+			case w.requests <- req: // the textbook's blocking send
+			case <-tb.kill:
+				return
+			}
+			w.pending++
+			heap.Push(&tb.pool, w)
+		case w := <-tb.done:
+			w.pending--
+			heap.Fix(&tb.pool, w.index)
+		case <-tb.kill:
+			return
+		}
+	}
+}
+
+// distinct returns its arguments without repeats, in order.
+func distinct(ns ...int) []int {
+	var out []int
+	for _, n := range ns {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package dispatcher_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/gobalancer/balancer/dispatcher"
+)
+
+// TestMain fails the package if any test leaves a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// within runs f on its own goroutine and fails the test with a message
+// naming what hung if f has not returned after d, so a hang is reported by
+// the test itself instead of the binary's global timeout. f must not call
+// t.FailNow (use assert, not require, inside it).
+func within(t testing.TB, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("%s: not done within %v (a hang or deadlock)", what, d)
+	}
+}
+
+// newDispatcher builds a dispatcher of ints and closes it when the test
+// ends, failing the test if that close does not finish in time.
+func newDispatcher(t testing.TB, opts ...dispatcher.Option) *dispatcher.Dispatcher[int] {
+	t.Helper()
+	d, err := dispatcher.New[int](opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { closeWithin(t, d, 20*time.Second) })
+	return d
+}
+
+// closeWithin closes d, requires success, and waits for Done, all within
+// bound.
+func closeWithin(t testing.TB, d *dispatcher.Dispatcher[int], bound time.Duration) {
+	t.Helper()
+	var err error
+	within(t, bound, "Close", func() {
+		err = d.Close(context.Background())
+		<-d.Done()
+	})
+	require.NoError(t, err)
+}
+
+// waitFuture waits for f's answer within bound.
+func waitFuture(t testing.TB, f *dispatcher.Future[int], bound time.Duration) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	select {
+	case <-f.Done():
+	case <-ctx.Done():
+		t.Fatalf("future not answered within %v", bound)
+	}
+	return f.Wait(context.Background())
+}
+
+// ok is a task that returns v.
+func ok(v int) dispatcher.Task[int] {
+	return func(context.Context) (int, error) { return v, nil }
+}

@@ -64,9 +64,6 @@ func WithTransport(rt http.RoundTripper) Option {
 	return optionFunc(func(c *config) { c.transport = rt })
 }
 
-// withClock injects the clock of the ejection timer (tests).
-func withClock(now func() time.Time) Option { return optionFunc(func(c *config) { c.now = now }) }
-
 // fnv1a hashes s without allocating (hash/fnv would need a []byte copy).
 func fnv1a(s string) uint64 {
 	h := uint64(14695981039346656037)

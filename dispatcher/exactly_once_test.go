@@ -1,0 +1,284 @@
+package dispatcher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/dispatcher"
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// burn spins the CPU for about d, so tasks are real work.
+func burn(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}
+
+// faultRun is one exactly-once run: requests from closed-loop requesters
+// over workers, with faults injected per mille of requests.
+type faultRun struct {
+	requests, requesters, workers int
+	maxWork                       time.Duration // CPU per task, uniform in [0, maxWork)
+	completion                    int           // completion channel capacity
+	strategy                      string
+	seed                          uint64
+	bound                         time.Duration
+}
+
+// faultReport counts what a run did.
+type faultReport struct {
+	ok, panicked, exited, cancelled                  int64
+	before, queued, running                          int64 // cancellations injected at each stage
+	adds, removes, reweights, churnRefused, replaced int64
+	elapsed                                          time.Duration
+}
+
+func (r faultReport) String() string {
+	return fmt.Sprintf("ok=%d panicked=%d exited=%d cancelled=%d (before=%d queued=%d running=%d) churn: add=%d remove=%d reweight=%d refused=%d replaced=%d in %v",
+		r.ok, r.panicked, r.exited, r.cancelled, r.before, r.queued, r.running,
+		r.adds, r.removes, r.reweights, r.churnRefused, r.replaced, r.elapsed.Round(time.Millisecond))
+}
+
+// The fault of each request, per mille.
+const (
+	kindNormal = iota
+	kindPanic
+	kindGoexit
+	kindCancelBefore
+	kindCancelQueued
+	kindCancelRunning
+)
+
+func faultKind(x int) (kind int, churn bool) {
+	switch {
+	case x < 10:
+		return kindPanic, false // 1%
+	case x < 15:
+		return kindGoexit, false // 0.5%
+	case x < 25:
+		return kindCancelBefore, false // 1%
+	case x < 35:
+		return kindCancelQueued, false // 1%
+	case x < 45:
+		return kindCancelRunning, false // 1%
+	case x < 55:
+		return kindNormal, true // 1%: a churn event, then a normal request
+	}
+	return kindNormal, false
+}
+
+// panicTask is a named function so the test can find it in a PanicError's
+// stack.
+func panicTask(id int) (int, error) { panic(fmt.Sprintf("boom %d", id)) }
+
+// runFaults runs r and checks, with a bitset over request ids, that every
+// request is answered exactly once and each kind of fault ends with its own
+// error.
+func runFaults(t *testing.T, r faultRun) faultReport {
+	d, err := dispatcher.New[int](
+		dispatcher.WithWorkers(r.workers),
+		dispatcher.WithWorkerBuffer(4),
+		dispatcher.WithCompletionBuffer(r.completion),
+		dispatcher.WithStrategyName(r.strategy))
+	require.NoError(t, err)
+
+	var (
+		answered = make([]atomic.Uint64, (r.requests+63)/64)
+		ran      = make([]atomic.Int32, r.requests)
+		next     atomic.Int64
+		rep      faultReport
+		counts   [6]atomic.Int64 // answers by kind of outcome, see below
+		injected [6]atomic.Int64
+		churn    sync.Mutex // one churn event at a time keeps the live set simple
+	)
+	const (
+		outOK = iota
+		outPanicked
+		outExited
+		outCancelled
+	)
+	answer := func(id int) {
+		bit := uint64(1) << (id % 64)
+		if old := answered[id/64].Or(bit); old&bit != 0 {
+			t.Errorf("request %d answered twice", id)
+		}
+	}
+	doChurn := func(rng *rand.Rand) {
+		churn.Lock()
+		defer churn.Unlock()
+		var live []int
+		for _, w := range d.Stats().Workers {
+			if !w.Removed {
+				live = append(live, w.Index)
+			}
+		}
+		var err error
+		switch op := rng.IntN(3); {
+		case op == 0 && len(live) < 2*r.workers || len(live) < 2:
+			_, err = d.AddWorker(1)
+			atomic.AddInt64(&rep.adds, 1)
+		case op <= 1:
+			err = d.RemoveWorker(live[rng.IntN(len(live))])
+			atomic.AddInt64(&rep.removes, 1)
+		default:
+			err = d.SetWeight(live[rng.IntN(len(live))], rng.IntN(3))
+			atomic.AddInt64(&rep.reweights, 1)
+		}
+		if err != nil {
+			// Refusals are named: the last member with a positive weight
+			// stays.
+			assert.ErrorIs(t, err, strategies.ErrLastMember)
+			atomic.AddInt64(&rep.churnRefused, 1)
+		}
+	}
+	one := func(rng *rand.Rand, id int) {
+		kind, churnFirst := faultKind(rng.IntN(1000))
+		if churnFirst {
+			doChurn(rng)
+		}
+		injected[kind].Add(1)
+		work := time.Duration(rng.Int64N(int64(r.maxWork) + 1))
+		started := make(chan struct{})
+		task := func(ctx context.Context) (int, error) {
+			ran[id].Add(1)
+			switch kind {
+			case kindPanic:
+				return panicTask(id)
+			case kindGoexit:
+				runtime.Goexit()
+			case kindCancelRunning:
+				close(started)
+				<-ctx.Done()
+				return 0, ctx.Err()
+			case kindCancelQueued:
+				if err := ctx.Err(); err != nil {
+					return 0, err
+				}
+			}
+			burn(work)
+			return id, nil
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var v int
+		var err error
+		switch kind {
+		case kindCancelBefore:
+			cancel()
+			v, err = d.Do(ctx, task)
+		case kindCancelQueued:
+			var f *dispatcher.Future[int]
+			if f, err = d.Submit(ctx, task); err == nil {
+				cancel()
+				v, err = f.Wait(context.Background())
+			}
+		case kindCancelRunning:
+			var f *dispatcher.Future[int]
+			if f, err = d.Submit(ctx, task); err == nil {
+				select {
+				case <-started:
+				case <-time.After(r.bound):
+					t.Errorf("request %d never started", id)
+				}
+				cancel()
+				v, err = f.Wait(context.Background())
+			}
+		default:
+			if id%2 == 0 {
+				v, err = d.Do(ctx, task)
+			} else {
+				var f *dispatcher.Future[int]
+				if f, err = d.Submit(ctx, task); err == nil {
+					v, err = f.Wait(context.Background())
+				}
+			}
+		}
+		answer(id)
+		var pe *dispatcher.PanicError
+		switch {
+		case err == nil:
+			assert.Equal(t, id, v, "request %d got another's value", id)
+			assert.Contains(t, []int{kindNormal, kindCancelQueued}, kind, "request %d", id)
+			counts[outOK].Add(1)
+		case errors.As(err, &pe):
+			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
+			assert.Equal(t, kindPanic, kind, "request %d", id)
+			assert.Equal(t, fmt.Sprintf("boom %d", id), pe.Value)
+			counts[outPanicked].Add(1)
+		case errors.Is(err, dispatcher.ErrTaskExited):
+			assert.Equal(t, kindGoexit, kind, "request %d", id)
+			counts[outExited].Add(1)
+		case errors.Is(err, context.Canceled):
+			assert.Contains(t, []int{kindCancelBefore, kindCancelQueued, kindCancelRunning}, kind, "request %d", id)
+			counts[outCancelled].Add(1)
+		default:
+			t.Errorf("request %d (kind %d): unexpected error %v", id, kind, err)
+		}
+		if kind == kindCancelBefore {
+			assert.Zero(t, ran[id].Load(), "request %d cancelled before submit ran", id)
+		}
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range r.requesters {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(r.seed, uint64(g)))
+			for {
+				id := int(next.Add(1) - 1)
+				if id >= r.requests {
+					return
+				}
+				one(rng, id)
+			}
+		})
+	}
+	within(t, r.bound, "requesters", wg.Wait)
+	closeWithin(t, d, r.bound)
+	rep.elapsed = time.Since(start)
+
+	for id := range r.requests {
+		require.NotZero(t, answered[id/64].Load()&(1<<(id%64)), "request %d never answered", id)
+		require.LessOrEqual(t, ran[id].Load(), int32(1), "request %d ran more than once", id)
+	}
+	rep.ok, rep.panicked, rep.exited, rep.cancelled = counts[outOK].Load(), counts[outPanicked].Load(), counts[outExited].Load(), counts[outCancelled].Load()
+	rep.before, rep.queued, rep.running = injected[kindCancelBefore].Load(), injected[kindCancelQueued].Load(), injected[kindCancelRunning].Load()
+	rep.replaced = d.Stats().Replaced
+	require.Equal(t, int64(r.requests), rep.ok+rep.panicked+rep.exited+rep.cancelled)
+	require.Equal(t, injected[kindPanic].Load(), rep.panicked)
+	require.Equal(t, injected[kindGoexit].Load(), rep.exited)
+	require.Equal(t, rep.exited, rep.replaced, "every Goexit replaces its worker's goroutine")
+	require.GreaterOrEqual(t, rep.cancelled, rep.before+rep.running)
+	s := d.Stats()
+	require.Equal(t, s.Dispatched, s.Completed)
+	require.Zero(t, s.Pending)
+	return rep
+}
+
+// TestExactlyOnce: every accepted request gets exactly one answer, under
+// panics, Goexits, cancellations at every stage and worker churn.
+func TestExactlyOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  faultRun
+	}{
+		{"completion=unbuffered/strategy=least-pending", faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, completion: 0, strategy: "least-pending", seed: 1}},
+		{"completion=buffered/strategy=round-robin", faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, completion: 4, strategy: "round-robin", seed: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run.bound = 30 * time.Second
+			rep := runFaults(t, tc.run)
+			t.Log(rep)
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// config is every flag, validated. Lists are parsed; nil means "not given".
+type config struct {
+	requesters, workers, requests int
+	strategy                      string
+	weights                       []int
+	speeds                        []float64
+	workerBuffer                  int
+	completion                    []int // nil: the dispatcher's default (one slot per worker)
+	work                          time.Duration
+	dist                          string
+	seed                          uint64
+	picks, keys                   int
+	json, verbose                 bool
+	panicRate, cancelRate         float64
+	churn                         time.Duration
+	compare                       []string
+	rounds                        int
+	plot                          string
+	progress                      bool // a progress bar on stderr (if it is a terminal)
+}
+
+// errHelp: -h was asked for and the usage was printed.
+var errHelp = errors.New("help requested")
+
+// Defaults: a run of a second or two on 2 cores that shows Pike's figure.
+const (
+	defRequesters = 64
+	defWorkers    = 8
+	defRequests   = 10000
+	defWork       = 100 * time.Microsecond
+	defRounds     = 5
+)
+
+// parseConfig parses args with the standard flag package. Errors are one
+// line, without the usage text, so that a script sees exactly what is wrong.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := &config{progress: true}
+	fs := flag.NewFlagSet("balancer", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // we print the one-line error ourselves
+	fs.IntVar(&c.requesters, "requesters", defRequesters, "requester goroutines; each waits for its answer before its next request (Pike's demo)")
+	fs.IntVar(&c.workers, "workers", defWorkers, "worker goroutines (implied by -weights)")
+	fs.IntVar(&c.requests, "requests", defRequests, "total requests")
+	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
+	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
+	speeds := fs.String("speeds", "", "relative worker speeds, e.g. 1,1,0.5: a request costs -work/speed of CPU on that worker (default all 1)")
+	fs.IntVar(&c.workerBuffer, "worker-buffer", 16, "each worker's channel capacity, besides the request it runs")
+	completion := fs.String("completion-buffer", "", "completion channel capacity, 0 = unbuffered (default: one slot per worker);\na list such as 0,8 measures each value in interleaved -rounds")
+	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request (a busy loop, not a sleep)")
+	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
+	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")
+	fs.IntVar(&c.picks, "picks", 0, "no workers: print the strategy's first N picks, counts, shares and max_lag")
+	fs.IntVar(&c.keys, "keys", 0, "routing keys: request t carries key t mod K (0: every request its own key t)")
+	fs.BoolVar(&c.json, "json", false, "print the report (or trace) as JSON on stdout")
+	fs.BoolVar(&c.verbose, "v", false, "print Pike's load lines (each worker's pending, mean, stddev) on stderr a few times a second")
+	fs.Float64Var(&c.panicRate, "panic-rate", 0, "fraction of tasks that panic (after their work)")
+	fs.Float64Var(&c.cancelRate, "cancel-rate", 0, "fraction of requests whose context is cancelled, at a random time within the mean work")
+	fs.DurationVar(&c.churn, "churn", 0, "every DUR, add a fresh worker and remove the oldest while requests flow (0: off)")
+	cmp := fs.String("compare", "", "run the same workload under each strategy of a list, e.g. least-pending,round-robin,p2c")
+	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -completion-buffer list")
+	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs, stderr)
+			return nil, errHelp
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.seed = *seed
+
+	var err error
+	if c.weights, err = parseInts("-weights", *weights); err != nil {
+		return nil, err
+	}
+	if c.speeds, err = parseFloats("-speeds", *speeds); err != nil {
+		return nil, err
+	}
+	if c.completion, err = parseInts("-completion-buffer", *completion); err != nil {
+		return nil, err
+	}
+	if c.compare, err = parseNames(*cmp); err != nil {
+		return nil, err
+	}
+	if c.weights != nil {
+		if set["workers"] && c.workers != len(c.weights) {
+			return nil, fmt.Errorf("-workers %d contradicts the %d weights of -weights", c.workers, len(c.weights))
+		}
+		c.workers = len(c.weights)
+	}
+	return c, c.validate(set)
+}
+
+// validate checks ranges and combinations; set holds the flags given.
+func (c *config) validate(set map[string]bool) error {
+	positive := []struct {
+		name string
+		v    int
+	}{{"-requesters", c.requesters}, {"-workers", c.workers}, {"-requests", c.requests}, {"-rounds", c.rounds}}
+	for _, p := range positive {
+		if p.v < 1 {
+			return fmt.Errorf("%s must be positive, got %d", p.name, p.v)
+		}
+	}
+	nonNeg := []struct {
+		name string
+		v    int
+	}{{"-worker-buffer", c.workerBuffer}, {"-picks", c.picks}, {"-keys", c.keys}}
+	for _, p := range nonNeg {
+		if p.v < 0 {
+			return fmt.Errorf("%s must be >= 0, got %d", p.name, p.v)
+		}
+	}
+	for _, v := range c.completion {
+		if v < 0 {
+			return fmt.Errorf("-completion-buffer must be >= 0, got %d", v)
+		}
+	}
+	if c.work < 0 || c.churn < 0 {
+		return fmt.Errorf("-work and -churn must be >= 0")
+	}
+	if !slices.Contains([]string{"const", "uniform", "exp"}, c.dist) {
+		return fmt.Errorf("-dist must be const, uniform or exp, got %q", c.dist)
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"-panic-rate", c.panicRate}, {"-cancel-rate", c.cancelRate}} {
+		if !(r.v >= 0 && r.v <= 1) { // also rejects NaN
+			return fmt.Errorf("%s must be within [0, 1], got %v", r.name, r.v)
+		}
+	}
+	if err := checkWeights(c.weights); err != nil {
+		return err
+	}
+	if c.speeds != nil {
+		if len(c.speeds) != c.workers {
+			return fmt.Errorf("-speeds has %d values for %d workers", len(c.speeds), c.workers)
+		}
+		for i, s := range c.speeds {
+			if !(s > 0 && s < 1e6) {
+				return fmt.Errorf("-speeds: worker %d has speed %v, want a positive number", i, s)
+			}
+		}
+	}
+	names := c.compare
+	if len(names) == 0 {
+		names = []string{c.strategy}
+	}
+	for _, n := range names {
+		if err := checkStrategy(n, c); err != nil {
+			return err
+		}
+	}
+	// Modes exclude each other: say so rather than ignore a flag.
+	switch {
+	case c.picks > 0 && (len(c.compare) > 0 || len(c.completion) > 1):
+		return errors.New("-picks runs no workers: it does not combine with -compare or a -completion-buffer list")
+	case len(c.compare) > 0 && len(c.completion) > 1:
+		return errors.New("-compare does not combine with a -completion-buffer list: run them apart")
+	case c.plot != "" && (len(c.compare) > 0 || len(c.completion) > 1):
+		return errors.New("-plot draws one run: it does not combine with -compare or a -completion-buffer list")
+	case set["rounds"] && len(c.completion) < 2:
+		return errors.New("-rounds needs a -completion-buffer list of at least two values, e.g. 0,8")
+	}
+	return nil
+}
+
+// checkWeights rejects what the strategies would reject, with the flag's name.
+func checkWeights(w []int) error {
+	if w == nil {
+		return nil
+	}
+	positive := false
+	for i, v := range w {
+		if v < 0 {
+			return fmt.Errorf("-weights: worker %d has negative weight %d", i, v)
+		}
+		if v > strategies.MaxWeight {
+			return fmt.Errorf("-weights: worker %d has weight %d, above the maximum %d", i, v, strategies.MaxWeight)
+		}
+		positive = positive || v > 0
+	}
+	if !positive {
+		return errors.New("-weights: at least one weight must be positive")
+	}
+	return nil
+}
+
+// checkStrategy builds the named strategy once, so an unknown name or a
+// -churn the strategy cannot follow fails before anything runs.
+func checkStrategy(name string, c *config) error {
+	s, err := strategies.New(name, c.weightsOrEqual(), strategies.WithSeed(c.seed))
+	switch {
+	case errors.Is(err, strategies.ErrUnknown):
+		return fmt.Errorf("unknown strategy %q (valid: %s)", name, strings.Join(strategies.Names(), ", "))
+	case err != nil:
+		return fmt.Errorf("-strategy %s: %w", name, err)
+	}
+	if _, ok := s.(strategies.Dynamic); c.churn > 0 && !ok {
+		return fmt.Errorf("-churn: strategy %s does not support membership changes", name)
+	}
+	return nil
+}
+
+// weightsOrEqual returns the weights, or one weight of 1 per worker.
+func (c *config) weightsOrEqual() []int {
+	if c.weights != nil {
+		return c.weights
+	}
+	return strategies.Equal(c.workers)
+}
+
+// speedsOrOne returns the speeds, or a speed of 1 per worker.
+func (c *config) speedsOrOne() []float64 {
+	if c.speeds != nil {
+		return c.speeds
+	}
+	s := make([]float64, c.workers)
+	for i := range s {
+		s[i] = 1
+	}
+	return s
+}
+
+func splitList(name, s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+		if parts[i] == "" {
+			return nil, fmt.Errorf("%s: malformed list %q (empty element)", name, s)
+		}
+	}
+	return parts, nil
+}
+
+func parseInts(name, s string) ([]int, error) {
+	parts, err := splitList(name, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed list %q (%q is not an integer)", name, s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseFloats(name, s string) ([]float64, error) {
+	parts, err := splitList(name, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	for _, p := range parts {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed list %q (%q is not a number)", name, s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseNames(s string) ([]string, error) {
+	parts, err := splitList("-compare", s)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range parts {
+		if slices.Contains(parts[:i], p) {
+			return nil, fmt.Errorf("-compare: %s is listed twice", p)
+		}
+	}
+	return parts, nil
+}
+
+func printUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: balancer [flags]\n\nRuns requesters against workers through Pike's load balancer and reports.\n\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

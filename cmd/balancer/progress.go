@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobalancer/balancer/dispatcher"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// Intervals of the live view. Stats goes through the balancer goroutine,
+// so sampling is kept to a few hundred calls per second at most.
+const (
+	plotEvery    = 10 * time.Millisecond  // pending samples for -plot
+	verboseEvery = 250 * time.Millisecond // Pike's load lines for -v
+	barEvery     = 100 * time.Millisecond // progress bar updates
+)
+
+// sample is every worker's pending at one instant; -1 for a removed worker.
+type sample struct {
+	at      time.Duration
+	pending []int
+}
+
+// monitor is the live view of a run: the progress bar, -v's load lines and
+// the pending samples of -plot, all from one goroutine that owns them.
+type monitor struct {
+	quit, done chan struct{}
+	samples    []sample // read after stop
+}
+
+func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
+	m := &monitor{quit: make(chan struct{}), done: make(chan struct{})}
+	every := time.Duration(0)
+	for _, on := range []struct {
+		want bool
+		d    time.Duration
+	}{{c.plot != "", plotEvery}, {c.verbose, verboseEvery}, {c.progress, barEvery}} {
+		if on.want && (every == 0 || on.d < every) {
+			every = on.d
+		}
+	}
+	if every == 0 {
+		close(m.done)
+		return m
+	}
+	var bar *progressbar.ProgressBar
+	if c.progress {
+		bar = progressbar.NewOptions(c.requests,
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription(name),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("req"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(barEvery),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	go func() {
+		defer close(m.done)
+		tk := time.NewTicker(every)
+		defer tk.Stop()
+		start := time.Now()
+		var lastLine time.Time
+		for {
+			select {
+			case <-m.quit:
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				return
+			case now := <-tk.C:
+				if bar != nil {
+					_ = bar.Set64(answered.Load())
+				}
+				if !c.verbose && c.plot == "" {
+					continue
+				}
+				st := d.Stats()
+				if c.plot != "" {
+					m.samples = append(m.samples, sampleOf(now.Sub(start), st))
+				}
+				if c.verbose && now.Sub(lastLine) >= verboseEvery {
+					lastLine = now
+					fmt.Fprintln(stderr, loadLine(st))
+				}
+			}
+		}
+	}()
+	return m
+}
+
+func (m *monitor) stop() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	close(m.quit)
+	<-m.done
+}
+
+func sampleOf(at time.Duration, st dispatcher.Stats) sample {
+	s := sample{at: at, pending: make([]int, len(st.Workers))}
+	for i, w := range st.Workers {
+		s.pending[i] = w.Pending
+		if w.Removed {
+			s.pending[i] = -1
+		}
+	}
+	return s
+}
+
+// loadLine is Pike's output: each live worker's pending, then their mean
+// and standard deviation now.
+func loadLine(st dispatcher.Stats) string {
+	var b strings.Builder
+	for _, w := range st.Workers {
+		if !w.Removed {
+			fmt.Fprintf(&b, "%3d ", w.Pending)
+		}
+	}
+	fmt.Fprintf(&b, "| %6.2f %5.2f", st.PendingMean, st.PendingStdDev)
+	return b.String()
+}
+
+// isTerminal reports whether w is a terminal: the bar is for people, not
+// for pipes, files or tests.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

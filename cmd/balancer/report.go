@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gobalancer/balancer/dispatcher"
+)
+
+// Report is the run's report. Its JSON field names are a stable interface
+// (DESIGN.md, "The demo binary"): scripts depend on them.
+type Report struct {
+	Strategy   string   `json:"strategy"`
+	Requesters int      `json:"requesters"`
+	Workers    int      `json:"workers"`
+	Requests   int      `json:"requests"`  // answered; fewer than -requests only when interrupted
+	Completed  int      `json:"completed"` // answered with a value
+	Errors     int      `json:"errors"`    // answered with an error: completed + errors == requests
+	Panics     int      `json:"panics"`    // errors whose task panicked
+	Cancelled  int      `json:"cancelled"` // errors that are the request context's error
+	ElapsedNS  int64    `json:"elapsed_ns"`
+	Throughput float64  `json:"throughput_per_s"` // requests answered per second
+	Latency    Latency  `json:"latency_ns"`       // submit to answer, every request
+	Pending    Pending  `json:"pending"`
+	PerWorker  []Worker `json:"per_worker"`
+}
+
+// Latency holds exact percentiles, in nanoseconds, from a sort of every
+// request's latency (no histogram: the run holds them all anyway).
+type Latency struct {
+	P50 int64 `json:"p50"`
+	P90 int64 `json:"p90"`
+	P99 int64 `json:"p99"`
+	Max int64 `json:"max"`
+}
+
+// Pending is Pike's figure: the mean and standard deviation of pending
+// requests across workers, averaged over every balancer event of the run.
+type Pending struct {
+	Mean   float64 `json:"mean"`
+	StdDev float64 `json:"stddev"`
+}
+
+// Worker is one worker's line. Completed counts every request the worker
+// finished, panicked ones included; share is its part of all of those.
+type Worker struct {
+	Index      int     `json:"index"`
+	Weight     int     `json:"weight"`
+	Completed  int64   `json:"completed"`
+	Share      float64 `json:"share"`
+	MaxPending int     `json:"max_pending"`
+	removed    bool
+}
+
+func buildReport(c *config, name string, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
+	r := Report{
+		Strategy: name, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
+		ElapsedNS: elapsed.Nanoseconds(),
+		Pending:   Pending{Mean: st.RunPendingMean, StdDev: st.RunPendingStdDev},
+	}
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			r.Completed++
+		case errors.Is(err, dispatcher.ErrTaskPanicked):
+			r.Errors++
+			r.Panics++
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			r.Errors++
+			r.Cancelled++
+		default:
+			r.Errors++
+		}
+	}
+	if elapsed > 0 {
+		r.Throughput = float64(len(lat)) / elapsed.Seconds()
+	}
+	r.Latency = percentiles(lat)
+	var total int64
+	for _, w := range st.Workers {
+		total += w.Completed
+	}
+	for _, w := range st.Workers {
+		pw := Worker{Index: w.Index, Weight: w.Weight, Completed: w.Completed, MaxPending: w.MaxPending, removed: w.Removed}
+		if total > 0 {
+			pw.Share = float64(w.Completed) / float64(total)
+		}
+		r.PerWorker = append(r.PerWorker, pw)
+	}
+	return r
+}
+
+// percentiles sorts a copy of lat and reads the nearest-rank percentiles.
+func percentiles(lat []time.Duration) Latency {
+	if len(lat) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	at := func(q float64) int64 {
+		// Nearest rank: the smallest value with at least q of the data at or below it.
+		k := int(q*float64(len(s))+0.999999) - 1
+		return s[min(max(k, 0), len(s)-1)].Nanoseconds()
+	}
+	return Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1].Nanoseconds()}
+}
+
+// shareError is the largest gap, over live workers, between a worker's share
+// and its weight's share: how far the strategy strayed from the weights
+// (load-aware strategies stray on purpose when workers differ in speed).
+func (r *Report) shareError() float64 {
+	var W int
+	for _, w := range r.PerWorker {
+		W += w.Weight
+	}
+	var e float64
+	for _, w := range r.PerWorker {
+		if W > 0 {
+			e = max(e, abs(w.Share-float64(w.Weight)/float64(W)))
+		}
+	}
+	return e
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func writeJSON(w io.Writer, v any) error {
+	// One line: one object (or array) per run, ready for jq and scripts.
+	return json.NewEncoder(w).Encode(v)
+}
+
+// printReport writes the human-readable report.
+func printReport(w io.Writer, c *config, res *result) {
+	r := &res.Report
+	fmt.Fprintf(w, "strategy %s: %d requesters, %d workers, %d requests, work %v %s, seed %d\n",
+		r.Strategy, r.Requesters, r.Workers, r.Requests, c.work, c.dist, c.seed)
+	if res.interrupted {
+		fmt.Fprintf(w, "INTERRUPTED after %d of %d requests: partial report\n", r.Requests, c.requests)
+	}
+	fmt.Fprintf(w, "elapsed %v, throughput %.0f req/s\n", time.Duration(r.ElapsedNS).Round(time.Millisecond), r.Throughput)
+	fmt.Fprintf(w, "answers: %d completed, %d errors (%d panics, %d cancelled)\n", r.Completed, r.Errors, r.Panics, r.Cancelled)
+	fmt.Fprintf(w, "latency: p50 %v  p90 %v  p99 %v  max %v\n",
+		dur(r.Latency.P50), dur(r.Latency.P90), dur(r.Latency.P99), dur(r.Latency.Max))
+	fmt.Fprintf(w, "pending over the run (Pike): mean %.2f, stddev %.2f\n", r.Pending.Mean, r.Pending.StdDev)
+	if res.replaced > 0 {
+		fmt.Fprintf(w, "churn: %d workers replaced\n", res.replaced)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "worker\tweight\tspeed\tcompleted\tshare\tmax pending\t")
+	for _, pw := range r.PerWorker {
+		note := ""
+		if pw.removed {
+			note = " (removed)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%g\t%d\t%.1f%%\t%d\t%s\n", pw.Index, pw.Weight, speedAt(res.speeds, pw.Index),
+			pw.Completed, 100*pw.Share, pw.MaxPending, note)
+	}
+	tw.Flush()
+}
+
+func speedAt(s []float64, i int) float64 {
+	if i < len(s) {
+		return s[i]
+	}
+	return 1
+}
+
+// dur rounds a latency for reading: three significant digits or so.
+func dur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	case d >= time.Microsecond:
+		return d.Round(time.Microsecond / 10).String()
+	}
+	return d.String()
+}
+
+// runSingle is the default mode: one run, its report, and the plot.
+func runSingle(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	comp := -1
+	if len(c.completion) == 1 {
+		comp = c.completion[0]
+	}
+	res, err := runOnce(ctx, c, newPlan(c), c.strategy, comp, stderr)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		err = writeJSON(stdout, &res.Report)
+	} else {
+		printReport(stdout, c, res)
+	}
+	if err != nil {
+		return err
+	}
+	if c.plot != "" && !res.interrupted {
+		if err := plotRun(c.plot, c.weightsOrEqual(), res.order, res.samples); err != nil {
+			return err
+		}
+		if !c.json {
+			fmt.Fprintf(stdout, "\nplot written to %s\n", c.plot)
+		}
+	}
+	if res.interrupted {
+		return errInterrupted
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// alpha is the significance level of the rounds' tests.
+const alpha = 0.05
+
+// BufferSummary is one -completion-buffer value over the rounds. The first
+// value is the baseline: ratio and the tests compare each value with it.
+type BufferSummary struct {
+	CompletionBuffer int       `json:"completion_buffer"`
+	Throughputs      []float64 `json:"throughputs_per_s"` // one per round
+	P99s             []int64   `json:"p99_ns"`            // one per round
+	MedianThroughput float64   `json:"median_throughput_per_s"`
+	MedianP99        int64     `json:"median_p99_ns"`
+	Ratio            float64   `json:"throughput_ratio"` // median throughput / the baseline's
+	PThroughput      float64   `json:"p_throughput"`     // Mann-Whitney U, two-sided
+	PP99             float64   `json:"p_p99"`
+	Significant      bool      `json:"significant"` // either p below 0.05
+}
+
+// RoundsReport is the -json output of a -completion-buffer list.
+type RoundsReport struct {
+	Strategy string          `json:"strategy"`
+	Rounds   int             `json:"rounds"`
+	Values   []BufferSummary `json:"values"`
+}
+
+// runRounds measures each -completion-buffer value in interleaved rounds:
+// every round runs every value once, the order rotating from round to
+// round, so a drift of the machine (other load, heat, the GC) falls on all
+// values alike instead of on whichever ran last. Seed 004 compared two sets
+// of runs made one after the other; this pairs them in time.
+func runRounds(ctx context.Context, c *config, stdout, stderr io.Writer) error {
+	vals := c.completion
+	p := newPlan(c)
+	sums := make([]BufferSummary, len(vals))
+	for i, v := range vals {
+		sums[i].CompletionBuffer = v
+	}
+	for r := 0; r < c.rounds && ctx.Err() == nil; r++ {
+		for k := range vals {
+			i := (k + r) % len(vals)
+			res, err := runOnce(ctx, c, p, c.strategy, vals[i], stderr)
+			if err != nil {
+				return err
+			}
+			if res.interrupted {
+				break // a partial run would skew its value's sample
+			}
+			sums[i].Throughputs = append(sums[i].Throughputs, res.Throughput)
+			sums[i].P99s = append(sums[i].P99s, res.Latency.P99)
+			if c.verbose {
+				fmt.Fprintf(stderr, "round %d: completion buffer %d: %.0f req/s, p99 %s\n",
+					r+1, vals[i], res.Throughput, dur(res.Latency.P99))
+			}
+		}
+	}
+	base := &sums[0]
+	for i := range sums {
+		s := &sums[i]
+		s.MedianThroughput = median(s.Throughputs)
+		s.MedianP99 = int64(median(asFloats(s.P99s)))
+		s.Ratio = s.MedianThroughput / base.MedianThroughput
+		_, s.PThroughput = mannWhitney(s.Throughputs, base.Throughputs)
+		_, s.PP99 = mannWhitney(asFloats(s.P99s), asFloats(base.P99s))
+		s.Significant = i > 0 && (s.PThroughput < alpha || s.PP99 < alpha)
+	}
+	if c.json {
+		if err := writeJSON(stdout, &RoundsReport{Strategy: c.strategy, Rounds: len(base.Throughputs), Values: sums}); err != nil {
+			return err
+		}
+	} else {
+		printRounds(stdout, c, sums)
+	}
+	if ctx.Err() != nil {
+		return errInterrupted
+	}
+	return nil
+}
+
+func printRounds(w io.Writer, c *config, sums []BufferSummary) {
+	fmt.Fprintf(w, "completion buffer, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n\n",
+		len(sums[0].Throughputs), c.strategy, c.requesters, c.workers, c.requests, c.work, c.dist)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "buffer\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\t\t")
+	for i, s := range sums {
+		verdict := "baseline"
+		if i > 0 {
+			verdict = "within noise"
+			if s.Significant {
+				verdict = "SIGNIFICANT"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%.3f\t%.3f\t%.3f\t%s\t\n", s.CompletionBuffer, s.MedianThroughput,
+			dur(s.MedianP99), s.Ratio, s.PThroughput, s.PP99, verdict)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\np: two-sided Mann-Whitney U against buffer %d over the rounds; significant if p < %.2f.\n",
+		sums[0].CompletionBuffer, alpha)
+	if n := len(sums[0].Throughputs); n < 4 {
+		fmt.Fprintf(w, "note: with %d rounds no difference can reach p < %.2f; use -rounds 5 or more.\n", n, alpha)
+	}
+}
+
+func asFloats(xs []int64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobalancer/balancer/dispatcher"
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// grace is how long an interrupted run lets in-flight requests finish
+// before it cancels them: long enough for ordinary work to drain, short
+// enough that Ctrl-C feels prompt.
+const grace = 500 * time.Millisecond
+
+// result is one run: the report and what the plot and -v need besides.
+type result struct {
+	Report
+	speeds      []float64 // per worker index, added workers included
+	order       []int32   // every pick in order (only with -plot)
+	samples     []sample  // pending per worker over time (only with -plot)
+	replaced    int       // workers replaced by -churn
+	interrupted bool
+}
+
+// runOnce runs the workload once under strategy name with the given
+// completion buffer (-1: the dispatcher's default). Every goroutine it
+// starts has exited when it returns. If ctx ends, it stops taking new
+// requests, lets in-flight ones drain for grace, then cancels them, and
+// returns the partial result with interrupted set.
+func runOnce(ctx context.Context, c *config, p *plan, name string, completion int, stderr io.Writer) (*result, error) {
+	weights := c.weightsOrEqual()
+	inner, err := strategies.New(name, weights, strategies.WithSeed(c.seed))
+	if err != nil {
+		return nil, err
+	}
+	tr, strat := newTracker(inner, c, c.plot != "")
+	opts := []dispatcher.Option{
+		dispatcher.WithWeights(weights...),
+		dispatcher.WithWorkerBuffer(c.workerBuffer),
+		dispatcher.WithStrategy(strat),
+	}
+	if completion >= 0 {
+		opts = append(opts, dispatcher.WithCompletionBuffer(completion))
+	}
+	d, err := dispatcher.New[uint64](opts...)
+	if err != nil {
+		return nil, err
+	}
+	itersPerNs() // calibrate before the clock starts
+
+	lat := make([]time.Duration, c.requests)
+	errs := make([]error, c.requests)
+	var next, answered atomic.Int64
+	// Requests run under workCtx, not ctx: an interrupt stops intake at
+	// once but gives in-flight requests the grace period to finish.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+
+	mon := startMonitor(d, c, name, &answered, stderr)
+	ch := startChurn(d, c, weights)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c.requesters {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				t := int(next.Add(1) - 1)
+				if t >= c.requests {
+					return
+				}
+				lat[t], errs[t] = request(workCtx, d, tr, p, t)
+				answered.Add(1)
+			}
+		})
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		select {
+		case <-allDone:
+		case <-time.After(grace):
+			cancelWork() // running tasks see it within microseconds
+			<-allDone
+		}
+	}
+	elapsed := time.Since(start)
+	ch.stop()
+	mon.stop()
+	// Every request has been answered; Close only waits for tasks whose
+	// requester gave up (cancelled) to notice their context.
+	if err := d.Close(context.Background()); err != nil {
+		return nil, err
+	}
+	if ch.err != nil {
+		fmt.Fprintf(stderr, "balancer: -churn stopped: %v\n", ch.err)
+	}
+	attempted := int(min(next.Load(), int64(c.requests)))
+	res := &result{
+		Report:      buildReport(c, name, lat[:attempted], errs[:attempted], elapsed, d.Stats()),
+		speeds:      tr.speeds,
+		order:       tr.order,
+		samples:     mon.samples,
+		replaced:    ch.count,
+		interrupted: ctx.Err() != nil,
+	}
+	return res, nil
+}
+
+// request submits request t and waits for its answer, with its context
+// cancelled as the plan says.
+func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker, p *plan, t int) (time.Duration, error) {
+	if after := p.cancelAfter[t]; after >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if after == 0 {
+			cancel()
+		} else {
+			tm := time.AfterFunc(after, cancel)
+			defer tm.Stop()
+		}
+	}
+	task := func(ctx context.Context) (uint64, error) {
+		work := time.Duration(float64(p.work[t]) / tr.speedOf(t))
+		x, err := spin(ctx, iterations(work), uint64(t))
+		if err != nil {
+			return 0, err
+		}
+		if p.panics[t] {
+			panic(fmt.Sprintf("injected panic (request %d)", t))
+		}
+		return x, nil
+	}
+	start := time.Now()
+	// The key is t so that the tracker knows the request; it maps t to the
+	// routing key of -keys before the real strategy sees it.
+	_, err := d.Key(uint64(t)).Do(ctx, task)
+	return time.Since(start), err
+}
+
+// churner adds a fresh worker and removes the oldest every -churn.
+type churner struct {
+	quit, done chan struct{}
+	count      int   // workers replaced; read after stop
+	err        error // why it stopped early; read after stop
+}
+
+func startChurn(d *dispatcher.Dispatcher[uint64], c *config, weights []int) *churner {
+	ch := &churner{quit: make(chan struct{}), done: make(chan struct{})}
+	if c.churn <= 0 {
+		close(ch.done)
+		return ch
+	}
+	go func() {
+		defer close(ch.done)
+		tk := time.NewTicker(c.churn)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ch.quit:
+				return
+			case <-tk.C:
+			}
+			// Add before removing, so a live worker always exists. The new
+			// worker (index n+count) clones the removed one (index count):
+			// same weight here, same speed in the tracker.
+			if _, err := d.AddWorker(weights[ch.count%len(weights)]); err != nil {
+				ch.err = err
+				return
+			}
+			if err := d.RemoveWorker(ch.count); err != nil {
+				ch.err = err
+				return
+			}
+			ch.count++
+		}
+	}()
+	return ch
+}
+
+func (ch *churner) stop() {
+	select {
+	case <-ch.done:
+	default:
+		close(ch.quit)
+	}
+	<-ch.done
+}

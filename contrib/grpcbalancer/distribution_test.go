@@ -13,7 +13,7 @@ import (
 
 const (
 	calls   = 1000
-	callers = 32 // concurrent callers, so load-aware policies see pending calls
+	callers = 16 // concurrent callers, so load-aware policies see pending calls
 )
 
 var latencies = []time.Duration{1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}

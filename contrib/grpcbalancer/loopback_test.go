@@ -131,6 +131,9 @@ func load(ctx context.Context, cc *grpc.ClientConn, calls, conc int) result {
 // does not depend on the order in which connections came up.
 func warmUp(t *testing.T, ctx context.Context, cc *grpc.ClientConn, bs []*backend) {
 	t.Helper()
+	for _, b := range bs {
+		b.calls.Store(0) // a previous run's calls do not count
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		all := true

@@ -51,13 +51,22 @@ func TestPickerCountsUntilDone(t *testing.T) {
 }
 
 // BenchmarkPick measures a Pick and its Done through the picker, from
-// GOMAXPROCS goroutines at once: the cost of the per-channel mutex, the
-// strategy, time.Now/Since and the Done closure (one allocation).
+// GOMAXPROCS goroutines at once (via=picker): the cost of the per-channel
+// mutex, the strategy, time.Now/Since and the Done closure (one
+// allocation). via=strategy is the bare strategy's Pick+Done on one
+// goroutine, the floor the picker adds to.
 func BenchmarkPick(b *testing.B) {
 	info := balancer.PickInfo{Ctx: context.Background()}
 	for _, name := range strategies.Names() {
 		for _, n := range []int{4, 100} {
-			b.Run(fmt.Sprintf("strategy=%s/members=%d", name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("strategy=%s/members=%d/via=strategy", name, n), func(b *testing.B) {
+				s := newTestPicker(b, name, n).sh.s
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					s.Done(s.Pick(uint64(i)), 0)
+				}
+			})
+			b.Run(fmt.Sprintf("strategy=%s/members=%d/via=picker", name, n), func(b *testing.B) {
 				p := newTestPicker(b, name, n)
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {

@@ -1,6 +1,9 @@
 package strategies
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 func init() {
 	register("least-requests", func(w []int, o ...Option) (Strategy, error) { return NewLeastRequests(w, o...) })
@@ -52,7 +55,16 @@ func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
 		if m.eligible(i) {
 			e := &s.ent[i]
 			e.inv = (1 << 40) / uint64(m.weight[i])
-			s.h.e = append(s.h.e, hent{k1: 0, k2: e.inv / 2, idx: int32(i)})
+			// Stagger the first turns by index, i/n of a turn each: equal
+			// weights still go in index order, and light members do not all
+			// tie at one virtual instant, which would serve them in a burst
+			// between two halves of a heavy member's turns.
+			// The midpoints fall at 2^40 + i/n of a turn.
+			hi, lo := bits.Mul64(e.inv, uint64(i))
+			q, _ := bits.Div64(hi, lo, uint64(len(weights)))
+			e.start = 1<<40 + q - e.inv/2
+			k1, k2 := e.keys()
+			s.h.e = append(s.h.e, hent{k1: k1, k2: k2, idx: int32(i)})
 		}
 	}
 	s.h.grow(len(weights) - 1)

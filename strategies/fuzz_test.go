@@ -1,0 +1,107 @@
+package strategies
+
+import (
+	"container/heap"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// checkLeastPending verifies least-pending's container/heap, which predates
+// dheap and has no check method of its own.
+func checkLeastPending(s *LeastPending) error {
+	for j := range s.h.idx {
+		if j > 0 && s.h.Less(j, (j-1)/2) {
+			return fmt.Errorf("least-pending heap order broken at %d", j)
+		}
+		if s.ent[s.h.idx[j]].pos != j {
+			return fmt.Errorf("least-pending position wrong at %d", j)
+		}
+	}
+	return nil
+}
+
+var _ heap.Interface = (*lpHeap)(nil)
+
+// FuzzStrategy drives a strategy from a byte string: the first byte picks
+// the strategy, the next bytes the weights, then each byte is one operation
+// (pick, done, add, remove, re-weight). Whatever the sequence, a pick is a
+// present member with a positive weight and the heaps stay valid.
+func FuzzStrategy(f *testing.F) {
+	names := Names()
+	for k := range names {
+		f.Add([]byte{byte(k), 3, 1, 0, 2, 0, 0, 1, 4, 5, 6, 7, 0x15, 0x26, 0x37, 0, 1, 4})
+		f.Add([]byte{byte(k), 1, 5, 0, 6, 5, 0, 0x0e, 0, 0x0f, 4, 0, 0})
+	}
+	f.Fuzz(fuzzBody)
+}
+
+func fuzzBody(t *testing.T, data []byte) {
+	names := Names()
+	{
+		if len(data) < 3 {
+			return
+		}
+		name := names[int(data[0])%len(names)]
+		n := 1 + int(data[1])%6
+		data = data[2:]
+		w := make([]int, n)
+		for i := range w {
+			if len(data) > 0 {
+				w[i] = int(data[0]) % 5
+				data = data[1:]
+			}
+		}
+		if sum(w) == 0 {
+			w[0] = 1
+		}
+		s, err := New(name, w, WithSeed(uint64(len(data))))
+		require.NoError(t, err)
+		d := s.(Dynamic)
+		weight := append([]int(nil), w...)
+		removed := make([]bool, n)
+		var out []int
+		for k, b := range data {
+			arg := int(b >> 3)
+			switch b % 8 {
+			case 0, 1, 2, 3:
+				i := s.Pick(uint64(arg) * 0x9e3779b97f4a7c15)
+				require.True(t, i >= 0 && i < len(weight), "%s: pick %d out of range", name, i)
+				require.False(t, removed[i], "%s: removed member %d picked", name, i)
+				require.Positive(t, weight[i], "%s: zero-weight member %d picked", name, i)
+				out = append(out, i)
+			case 4:
+				if len(out) > 0 {
+					j := arg % len(out)
+					s.Done(out[j], time.Duration(arg+1)*time.Millisecond)
+					out = append(out[:j], out[j+1:]...)
+				}
+			case 5:
+				i, err := d.Add(arg % 5)
+				require.NoError(t, err)
+				require.Equal(t, len(weight), i)
+				weight = append(weight, arg%5)
+				removed = append(removed, false)
+			case 6:
+				i := arg % len(weight)
+				if d.Remove(i) == nil {
+					removed[i] = true
+				}
+			case 7:
+				i := arg % len(weight)
+				nw := int(data[(k+1)%len(data)]) % 4
+				if d.SetWeight(i, nw) == nil {
+					weight[i] = nw
+				}
+			}
+			switch c := s.(type) {
+			case checker:
+				require.NoError(t, c.check())
+			case *LeastPending:
+				require.NoError(t, checkLeastPending(c))
+			}
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package strategies
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+var lagTable = flag.Bool("lagtable", false, "print the lag table of docs/strategies.md")
+
+// nginxSWRR is nginx's smooth weighted round-robin, O(n) per pick, as a
+// reference for the table.
+func nginxSWRR(w []int, n int) []int {
+	cur := make([]int, len(w))
+	W := sum(w)
+	out := make([]int, n)
+	for k := range out {
+		best := -1
+		for i := range w {
+			cur[i] += w[i]
+			if w[i] > 0 && (best < 0 || cur[i] > cur[best]) {
+				best = i
+			}
+		}
+		cur[best] -= W
+		out[k] = best
+	}
+	return out
+}
+
+// TestPrintLagTable prints the smoothness table (4 cycles of W picks each,
+// every request done before the next pick):
+//
+//	go test -run TestPrintLagTable -lagtable ./strategies/
+func TestPrintLagTable(t *testing.T) {
+	if !*lagTable {
+		t.Skip("pass -lagtable to print the table")
+	}
+	vecs := lagVectors()
+	order := []string{"100,100,25", "100,100,66", "100,100,66,1", "7,5,3,1", "5,1,1", "1000 + 999×1"}
+	r := rand.New(rand.NewPCG(11, 11))
+	var random [][]int
+	for range 20 {
+		w := make([]int, 2+r.IntN(30))
+		for i := range w {
+			w[i] = 1 + r.IntN(100)
+		}
+		random = append(random, w)
+	}
+	type row struct {
+		name  string
+		picks func(w []int, n int) []int
+	}
+	viaStrategy := func(name string) func([]int, int) []int {
+		return func(w []int, n int) []int {
+			s, err := New(name, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]int, n)
+			for k := range out {
+				out[k] = s.Pick(uint64(k) * 0x9e3779b97f4a7c15)
+				s.Done(out[k], time.Millisecond)
+			}
+			return out
+		}
+	}
+	rows := []row{
+		{"swrr", viaStrategy("swrr")},
+		{"nginx smooth WRR (reference, O(n))", nginxSWRR},
+		{"least-requests (ties)", viaStrategy("least-requests")},
+		{"iwrr", viaStrategy("iwrr")},
+		{"GCD WRR, seed 002 (reference)", func(w []int, n int) []int {
+			g := newGCDWRR(w)
+			out := make([]int, n)
+			for k := range out {
+				out[k] = g.Pick()
+			}
+			return out
+		}},
+		{"weighted-random", viaStrategy("weighted-random")},
+		{"p2c", viaStrategy("p2c")},
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| strategy | %s | 20 random vectors (max) |\n|---|", strings.Join(order, " | "))
+	b.WriteString(strings.Repeat("---|", len(order)+1) + "\n")
+	for _, rw := range rows {
+		fmt.Fprintf(&b, "| %s |", rw.name)
+		for _, name := range order {
+			w := vecs[name]
+			fmt.Fprintf(&b, " %.3f |", trunc3(MaxLag(w, rw.picks(w, 4*sum(w)))))
+		}
+		worst := 0.0
+		for _, w := range random {
+			worst = max(worst, MaxLag(w, rw.picks(w, 4*sum(w))))
+		}
+		fmt.Fprintf(&b, " %.3f |\n", trunc3(worst))
+	}
+	t.Log("\n" + b.String())
+}
+
+// trunc3 truncates, so a lag just under 1 does not print as 1.000.
+func trunc3(x float64) float64 { return math.Floor(x*1000) / 1000 }

@@ -15,7 +15,7 @@ import (
 
 // maxPoints bounds the points of one line, so the PNG stays small (well
 // under 200 KB) whatever the number of requests.
-const maxPoints = 600
+const maxPoints = 300
 
 // plotRun writes a PNG to path: on top, each worker's cumulative picks
 // against its ideal line t·w_i/W (seed 002's graph: a flat stretch is a

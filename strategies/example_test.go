@@ -1,0 +1,98 @@
+package strategies_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// Smooth weighted round-robin spreads a heavy member's picks between the
+// light ones, and every cycle of W picks gives exact shares.
+func ExampleNewSWRR() {
+	s, _ := strategies.NewSWRR([]int{5, 1, 1})
+	picks := make([]int, 14)
+	for k := range picks {
+		picks[k] = s.Pick(0)
+	}
+	fmt.Println(picks, strategies.MaxLag([]int{5, 1, 1}, picks) < 1)
+	// Output: [0 0 0 1 0 2 0 0 0 0 1 0 2 0] true
+}
+
+// kitex's interleaved WRR is O(1) but bursty: the light members are spent
+// first, then the heavy one runs alone.
+func ExampleNewIWRR() {
+	s, _ := strategies.NewIWRR([]int{5, 1, 1})
+	for range 7 {
+		fmt.Print(s.Pick(0), " ")
+	}
+	fmt.Println()
+	// Output: 0 1 2 0 0 0 0
+}
+
+// MaxLag measures smoothness: weights 2,1 served smoothly, then lightest
+// first.
+func ExampleMaxLag() {
+	w := []int{2, 1}
+	fmt.Printf("%.2f %.2f\n", strategies.MaxLag(w, []int{0, 1, 0}), strategies.MaxLag(w, []int{1, 0, 0}))
+	// Output: 0.33 0.67
+}
+
+// Strategies are built by name from flags or configuration; an unknown
+// name lists the valid ones.
+func ExampleNew() {
+	s, err := strategies.New("least-requests", []int{1, 1, 2})
+	if err != nil {
+		panic(err)
+	}
+	a, b := s.Pick(0), s.Pick(0)
+	s.Done(a, time.Millisecond)
+	fmt.Println(a, b)
+
+	_, err = strategies.New("fastest", []int{1})
+	fmt.Println(errors.Is(err, strategies.ErrUnknown))
+	// Output:
+	// 0 1
+	// true
+}
+
+// Consistent hashing keeps a key on its member; removing a member moves
+// only the keys it held.
+func ExampleNewConsistentHash() {
+	s, _ := strategies.NewConsistentHash(strategies.Equal(4))
+	before := s.Pick(12345)
+	fmt.Println(s.Pick(12345) == before)
+
+	other := (before + 1) % 4
+	_ = s.Remove(other)
+	fmt.Println(s.Pick(12345) == before)
+	// Output:
+	// true
+	// true
+}
+
+// Bounded-load hashing sends a hot key elsewhere once its member holds
+// more than ⌈c·mean⌉ pending requests.
+func ExampleNewBoundedHash() {
+	s, _ := strategies.NewBoundedHash(strategies.Equal(4), strategies.WithLoadFactor(1.25))
+	seen := map[int]bool{}
+	for range 8 { // eight requests for the same key, none completed
+		seen[s.Pick(7)] = true
+	}
+	fmt.Println(len(seen) > 1)
+	// Output: true
+}
+
+// Dynamic membership: a drained member (weight 0) is never picked, and the
+// last member with a positive weight cannot be removed.
+func ExampleDynamic() {
+	s, _ := strategies.NewWeightedRandom([]int{1, 1}, strategies.WithSeed(1))
+	var d strategies.Dynamic = s
+	_ = d.SetWeight(0, 0)
+	fmt.Println(s.Pick(0), s.Pick(0), s.Pick(0))
+	fmt.Println(errors.Is(d.Remove(1), strategies.ErrLastMember))
+	// Output:
+	// 1 1 1
+	// true
+}

@@ -21,12 +21,12 @@ func needStrategy(t *testing.T, name string) {
 
 // TestDistribution reproduces the shape of skipper's leastRequests
 // experiment (backends of 1, 5, 10 and 25 s took 4299/927/478/296 of the
-// requests) at millisecond scale: 1000 requests from 32 concurrent clients
+// requests) at millisecond scale: 1000 requests from 16 concurrent clients
 // to backends of 4, 20, 40 and 100 ms (skipper's seconds times 4 ms, so the
 // proxy's own overhead, a few ms under -race on a busy machine, does not
 // flatten the 1:5:10:25 ratio).
 func TestDistribution(t *testing.T) {
-	const requests, conc = 1000, 32
+	const requests, conc = 1000, 16
 	ctx := guard(t, 25*time.Second)
 	bs := startBackends(t, 4*time.Millisecond, 20*time.Millisecond, 40*time.Millisecond, 100*time.Millisecond)
 

@@ -31,12 +31,14 @@
 //
 // gRPC calls Pick concurrently, but strategies are single-owner. Each
 // channel (not the process) has one mutex around its strategy, held only for
-// Strategy.Pick or Strategy.Done: tens of nanoseconds, measured by
-// BenchmarkPick. Sharding the strategy would remove the lock but also the
-// global view that least-pending needs (each shard would balance only its own
-// share of the calls), so one short critical section per channel is the
-// cheaper correct choice; at the measured cost a channel saturates its lock
-// only at several million picks per second.
+// one Strategy.Pick or Strategy.Done. Sharding the strategy would remove the
+// lock but also the global view that least-pending needs (each shard would
+// balance only its own share of the calls), so one short critical section
+// per channel is the cheaper correct choice. BenchmarkPick measures it: a
+// whole Pick+Done through the picker (two lock round trips, two clock reads
+// and the Done closure, one 64-byte allocation) took 0.2-0.4 µs on a busy
+// 2-core machine, against 5-70 ns for the bare strategy, next to the tens of
+// µs of a loopback RPC.
 //
 // The gRPC balancer API is experimental; this module pins the grpc-go
 // version it is tested with.

@@ -103,8 +103,11 @@ func (b *lbBalancer) UpdateState(state balancer.State) {
 			ready = append(ready, c)
 		}
 	}
-	if len(ready) == 0 {
-		// Nothing to balance over: endpointsharding's picker queues or fails
+	b.mu.Lock()
+	configured := b.cfg != nil
+	b.mu.Unlock()
+	if len(ready) == 0 || !configured {
+		// Nothing to balance over (or, defensively, no config yet): endpointsharding's picker queues or fails
 		// calls according to the children's state (CONNECTING, FAILURE).
 		b.ClientConn.UpdateState(state)
 		return

@@ -155,6 +155,14 @@ func (s *SWRR) rewindow() {
 	}
 	s.elig.reset()
 	s.wait.reset()
+	// Either heap may come to hold every member: size them now so that
+	// picks never grow them.
+	if cap(s.wait.e) < len(s.weight) {
+		s.elig.e = make([]hent, 0, len(s.weight))
+		s.wait.e = make([]hent, 0, len(s.weight))
+	}
+	s.elig.grow(len(s.weight) - 1)
+	s.wait.grow(len(s.weight) - 1)
 	for i := range s.weight {
 		if !s.eligible(i) {
 			s.on[i] = false

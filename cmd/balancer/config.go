@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -172,9 +171,15 @@ func (c *config) validate(set map[string]bool) error {
 		}
 	}
 	// Modes exclude each other: say so rather than ignore a flag.
+	if c.picks > 0 {
+		for _, f := range []string{"requesters", "requests", "speeds", "worker-buffer", "completion-buffer", "work",
+			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v"} {
+			if set[f] {
+				return fmt.Errorf("-picks runs no workers: -%s has no effect on it", f)
+			}
+		}
+	}
 	switch {
-	case c.picks > 0 && (len(c.compare) > 0 || len(c.completion) > 1):
-		return errors.New("-picks runs no workers: it does not combine with -compare or a -completion-buffer list")
 	case len(c.compare) > 0 && len(c.completion) > 1:
 		return errors.New("-compare does not combine with a -completion-buffer list: run them apart")
 	case c.plot != "" && (len(c.compare) > 0 || len(c.completion) > 1):
@@ -240,65 +245,6 @@ func (c *config) speedsOrOne() []float64 {
 		s[i] = 1
 	}
 	return s
-}
-
-func splitList(name, s string) ([]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		parts[i] = strings.TrimSpace(p)
-		if parts[i] == "" {
-			return nil, fmt.Errorf("%s: malformed list %q (empty element)", name, s)
-		}
-	}
-	return parts, nil
-}
-
-func parseInts(name, s string) ([]int, error) {
-	parts, err := splitList(name, s)
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s: malformed list %q (%q is not an integer)", name, s, p)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func parseFloats(name, s string) ([]float64, error) {
-	parts, err := splitList(name, s)
-	if err != nil {
-		return nil, err
-	}
-	var out []float64
-	for _, p := range parts {
-		v, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: malformed list %q (%q is not a number)", name, s, p)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-func parseNames(s string) ([]string, error) {
-	parts, err := splitList("-compare", s)
-	if err != nil {
-		return nil, err
-	}
-	for i, p := range parts {
-		if slices.Contains(parts[:i], p) {
-			return nil, fmt.Errorf("-compare: %s is listed twice", p)
-		}
-	}
-	return parts, nil
 }
 
 func printUsage(fs *flag.FlagSet, w io.Writer) {

@@ -38,6 +38,7 @@ func TestBadInput(t *testing.T) {
 		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -completion-buffer list"},
 		{"compare with rounds", []string{"-compare", "p2c", "-completion-buffer", "0,8"}, "does not combine"},
 		{"duplicate compare", []string{"-compare", "p2c,p2c"}, "listed twice"},
+		{"picks with run flags", []string{"-picks", "10", "-panic-rate", "0.1"}, "-picks runs no workers: -panic-rate has no effect"},
 		{"undefined flag", []string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{"bad int", []string{"-workers", "many"}, "invalid value"},
 		{"positional argument", []string{"extra"}, `unexpected argument "extra"`},

@@ -88,7 +88,7 @@ func printRounds(w io.Writer, c *config, sums []BufferSummary) {
 	fmt.Fprintf(w, "completion buffer, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n\n",
 		len(sums[0].Throughputs), c.strategy, c.requesters, c.workers, c.requests, c.work, c.dist)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "buffer\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\t")
+	fmt.Fprintln(tw, "buffer\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\tverdict\t")
 	for i, s := range sums {
 		verdict := "baseline"
 		if i > 0 {
@@ -101,7 +101,7 @@ func printRounds(w io.Writer, c *config, sums []BufferSummary) {
 		if i > 0 {
 			pt, pp = fmt.Sprintf("%.3f", s.PThroughput), fmt.Sprintf("%.3f", s.PP99)
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%.3f\t%s\t%s\t%s\n", s.CompletionBuffer, s.MedianThroughput,
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%.3f\t%s\t%s\t%s\t\n", s.CompletionBuffer, s.MedianThroughput,
 			dur(s.MedianP99), s.Ratio, pt, pp, verdict)
 	}
 	tw.Flush()

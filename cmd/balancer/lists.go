@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Comma-separated flag values. Every element must parse: "1,,2" or "1,x"
+// is an error naming the flag, never a silently shorter list.
+
+func splitList(name, s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+		if parts[i] == "" {
+			return nil, fmt.Errorf("%s: malformed list %q (empty element)", name, s)
+		}
+	}
+	return parts, nil
+}
+
+func parseInts(name, s string) ([]int, error) {
+	parts, err := splitList(name, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed list %q (%q is not an integer)", name, s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseFloats(name, s string) ([]float64, error) {
+	parts, err := splitList(name, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []float64
+	for _, p := range parts {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed list %q (%q is not a number)", name, s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parseNames(s string) ([]string, error) {
+	parts, err := splitList("-compare", s)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range parts {
+		if slices.Contains(parts[:i], p) {
+			return nil, fmt.Errorf("-compare: %s is listed twice", p)
+		}
+	}
+	return parts, nil
+}

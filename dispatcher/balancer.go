@@ -185,12 +185,23 @@ func (d *Dispatcher[R]) complete(c worker.Completion) {
 }
 
 // abandonQueued answers, without running them, the requests Close gave up
-// on that the balancer still holds: the held one and the intake's.
+// on: the held one, the intake's, and those queued at workers, which would
+// otherwise wait for (maybe never) the task running ahead of them.
 func (d *Dispatcher[R]) abandonQueued() {
 	b := &d.b
 	if b.held != nil {
 		b.held.answerErr(d.abandon)
 		b.held = nil
+	}
+	for i := range b.w {
+		for b.w[i].pending > 0 {
+			r, ok := b.pool.TryTake(i)
+			if !ok {
+				break
+			}
+			r.answerErr(d.abandon)
+			d.complete(worker.Completion{Worker: i, N: 1})
+		}
 	}
 	for {
 		select {

@@ -61,6 +61,10 @@ func (p *Pool[T]) Remove(i int) error {
 	return nil
 }
 
+// TryTake removes an item still queued at worker i (removed or not) without
+// blocking; see worker.Worker.TryTake.
+func (p *Pool[T]) TryTake(i int) (T, bool) { return p.workers[i].TryTake() }
+
 // Replaced returns how many worker goroutines were replaced after a Goexit.
 func (p *Pool[T]) Replaced() int64 {
 	var n int64

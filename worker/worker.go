@@ -81,6 +81,19 @@ func (w *Worker[T]) Stopped() <-chan struct{} { return w.stopped }
 // Replaced returns how many times a task's Goexit replaced the goroutine.
 func (w *Worker[T]) Replaced() int64 { return w.replaced.Load() }
 
+// TryTake removes an item still queued, without blocking, so the owner can
+// answer it without running it (when it abandons its work). It is safe to
+// call while the loop runs: each item is received once, by one of them, and
+// the worker reports only the items it received itself.
+func (w *Worker[T]) TryTake() (item T, ok bool) {
+	select {
+	case item, ok = <-w.in:
+		return item, ok
+	default:
+		return item, false
+	}
+}
+
 // Start runs the worker's loop on a goroutine started by cfg.Spawn.
 func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 

@@ -1,0 +1,95 @@
+package benchmarks
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkBatch submits b.N tasks from one goroutine and waits for all of
+// them: ns/op is wall time per task with GOMAXPROCS workers.
+func BenchmarkBatch(b *testing.B) {
+	for _, im := range Impls {
+		for _, kind := range Kinds {
+			b.Run(fmt.Sprintf("impl=%s/kind=%s", im.Name, kind), func(b *testing.B) {
+				task := Task(kind)
+				p := im.New(Workers())
+				defer p.Close()
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				done := make(chan struct{})
+				// One shared closure: the per-task completion count costs
+				// every implementation the same and allocates nothing.
+				counted := func() {
+					task()
+					if left.Add(-1) == 0 {
+						close(done)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					p.Go(counted)
+				}
+				<-done
+				b.StopTimer()
+			})
+		}
+	}
+}
+
+// Requesters is the number of closed-loop requesters of BenchmarkRequesters.
+const Requesters = 64
+
+// BenchmarkRequesters runs Pike's closed loop: 64 requesters each submit
+// an exp10us task and wait for it before the next. ns/op is wall time per
+// request; p99.9-cycle-us and p99-us are percentiles of one requester's
+// cycle (submit to answer) over all requesters.
+func BenchmarkRequesters(b *testing.B) {
+	for _, im := range Impls {
+		b.Run("impl="+im.Name, func(b *testing.B) {
+			task := Task("exp10us")
+			p := im.New(Workers())
+			defer p.Close()
+			cycles := make([][]time.Duration, Requesters)
+			for g := range cycles {
+				n := b.N / Requesters
+				if g < b.N%Requesters {
+					n++
+				}
+				cycles[g] = make([]time.Duration, n)
+			}
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			for g := range Requesters {
+				wg.Go(func() {
+					c := cycles[g]
+					for k := range c {
+						start := time.Now()
+						p.Do(task)
+						c[k] = time.Since(start)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			all := slices.Concat(cycles...)
+			slices.Sort(all)
+			b.ReportMetric(Percentile(all, 0.999).Seconds()*1e6, "p99.9-cycle-us")
+			b.ReportMetric(Percentile(all, 0.99).Seconds()*1e6, "p99-us")
+		})
+	}
+}
+
+// Percentile returns the q-quantile (nearest rank) of sorted durations.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# rounds.sh runs the benchmarks in interleaved rounds: each round runs every
+# implementation once, in a fresh random order, so slow drifts of a shared
+# machine spread over all implementations instead of biasing whichever ran
+# during a quiet minute (as -count back to back would). It then prints the
+# medians with benchstat and the ratio table of docs/performance.md.
+#
+# Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters'] [-k kinds]
+#                             [-i impls] [-t benchtime] [-o raw.txt] [-hog]
+#   -hog  keep one core busy with another process during every round
+# Raw output goes to -o (default: a temporary file); keep it out of git.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+rounds=5 bench='Batch|Requesters' kinds='empty|spin1us|spin10us|spin100us|exp10us'
+impls='balancer chanpool ants pond workerpool conc errgroup goroutine'
+benchtime=300ms out='' hog=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-r) rounds=$2; shift 2 ;;
+	-b) bench=$2; shift 2 ;;
+	-k) kinds=$2; shift 2 ;;
+	-i) impls=$2; shift 2 ;;
+	-t) benchtime=$2; shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	-hog) hog=1; shift ;;
+	*) echo "usage: $0 [-r rounds] [-b regexp] [-k kinds] [-i impls] [-t benchtime] [-o raw] [-hog]" >&2; exit 2 ;;
+	esac
+done
+
+tmp=$(mktemp -d)
+hogpid=''
+cleanup() {
+	if [ -n "$hogpid" ]; then kill "$hogpid" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+[ -n "$out" ] || out=$tmp/raw.txt
+: >"$out"
+
+# One binary for every round: no build noise between rounds.
+go test -c -o "$tmp/bench.test" .
+for r in $(seq "$rounds"); do
+	if [ "$hog" = 1 ]; then
+		( while :; do :; done ) &
+		hogpid=$!
+	fi
+	for impl in $(printf '%s\n' $impls | shuf); do
+		"$tmp/bench.test" -test.run '^$' -test.benchmem -test.count 1 \
+			-test.benchtime "$benchtime" \
+			-test.bench "^Benchmark($bench)\$/^impl=$impl\$/^kind=($kinds)\$" >>"$out"
+	done
+	if [ -n "$hogpid" ]; then kill "$hogpid"; wait "$hogpid" 2>/dev/null || true; hogpid=''; fi
+	echo "round $r/$rounds done" >&2
+done
+
+if command -v benchstat >/dev/null; then
+	benchstat -col /impl "$out"
+fi
+go run ./internal/ratios <"$out"

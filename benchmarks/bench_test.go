@@ -16,23 +16,22 @@ func BenchmarkBatch(b *testing.B) {
 		for _, kind := range Kinds {
 			b.Run(fmt.Sprintf("impl=%s/kind=%s", im.Name, kind), func(b *testing.B) {
 				task := Task(kind)
-				p := im.New(Workers())
-				defer p.Close()
 				var left atomic.Int64
 				left.Store(int64(b.N))
 				done := make(chan struct{})
 				// One shared closure: the per-task completion count costs
 				// every implementation the same and allocates nothing.
-				counted := func() {
+				p := im.New(Workers(), func() {
 					task()
 					if left.Add(-1) == 0 {
 						close(done)
 					}
-				}
+				})
+				defer p.Close()
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
-					p.Go(counted)
+					p.Go()
 				}
 				<-done
 				b.StopTimer()
@@ -51,8 +50,7 @@ const Requesters = 64
 func BenchmarkRequesters(b *testing.B) {
 	for _, im := range Impls {
 		b.Run("impl="+im.Name, func(b *testing.B) {
-			task := Task("exp10us")
-			p := im.New(Workers())
+			p := im.New(Workers(), Task("exp10us"))
 			defer p.Close()
 			cycles := make([][]time.Duration, Requesters)
 			for g := range cycles {
@@ -70,7 +68,7 @@ func BenchmarkRequesters(b *testing.B) {
 					c := cycles[g]
 					for k := range c {
 						start := time.Now()
-						p.Do(task)
+						p.Do()
 						c[k] = time.Since(start)
 					}
 				})

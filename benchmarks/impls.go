@@ -15,20 +15,23 @@ import (
 )
 
 // Pool is what every implementation offers the benchmarks: fire-and-forget
-// submission for batches, run-and-wait for closed-loop requesters.
+// submission for batches, run-and-wait for closed-loop requesters. The task
+// is bound at construction so each implementation can wrap it once, in the
+// form its API takes, instead of allocating a wrapper per call.
 type Pool interface {
-	// Go runs task on some worker and returns without waiting for it.
-	Go(task func())
-	// Do runs task on some worker and returns once it has finished.
-	Do(task func())
+	// Go runs the task on some worker and returns without waiting for it.
+	Go()
+	// Do runs the task on some worker and returns once it has finished.
+	Do()
 	// Close waits for every submitted task and releases the workers.
 	Close()
 }
 
-// Impl names a pool implementation and builds it with a number of workers.
+// Impl names a pool implementation and builds it with a number of workers
+// running task.
 type Impl struct {
 	Name string
-	New  func(workers int) Pool
+	New  func(workers int, task func()) Pool
 }
 
 // Impls lists every implementation, ours first.
@@ -46,54 +49,51 @@ var Impls = []Impl{
 // Workers is the worker count every benchmark uses: one per P.
 func Workers() int { return runtime.GOMAXPROCS(0) }
 
-// balancer is ours with its default strategy. Go uses the dispatcher's
-// fire-and-forget Go; Do uses Do (no allocation per request).
+// balancerPool is ours with its default strategy: Go is the dispatcher's
+// fire-and-forget Go, Do is Do; neither allocates.
 type balancerPool struct {
-	d *dispatcher.Dispatcher[struct{}]
+	d    *dispatcher.Dispatcher[struct{}]
+	task dispatcher.Task[struct{}]
 }
 
-func newBalancer(n int) Pool {
+func newBalancer(n int, task func()) Pool {
 	d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(n))
 	if err != nil {
 		panic(err) // static options: a programming error
 	}
-	return balancerPool{d}
+	return &balancerPool{d, func(context.Context) (struct{}, error) { task(); return struct{}{}, nil }}
 }
 
-func (p balancerPool) Go(task func()) {
-	if _, err := p.d.Submit(context.Background(), func(context.Context) (struct{}, error) { task(); return struct{}{}, nil }); err != nil {
+func (p *balancerPool) Go() {
+	if err := p.d.Go(context.Background(), p.task); err != nil {
 		panic(err)
 	}
 }
 
-func (p balancerPool) Do(task func()) {
-	if _, err := p.d.Do(context.Background(), func(context.Context) (struct{}, error) { task(); return struct{}{}, nil }); err != nil {
+func (p *balancerPool) Do() {
+	if _, err := p.d.Do(context.Background(), p.task); err != nil {
 		panic(err)
 	}
 }
 
-func (p balancerPool) Close() { _ = p.d.Close(context.Background()) }
+func (p *balancerPool) Close() { _ = p.d.Close(context.Background()) }
 
 // chanPool is the plain pool: n goroutines receiving jobs from one
 // unbuffered channel, the baseline every dispatcher must beat or explain.
 type chanPool struct {
-	ch chan job
-	wg sync.WaitGroup
-}
-
-type job struct {
 	task func()
-	done chan struct{} // nil for Go
+	ch   chan chan struct{} // a job: where to signal completion, nil for Go
+	wg   sync.WaitGroup
 }
 
-func newChanPool(n int) Pool {
-	p := &chanPool{ch: make(chan job)}
+func newChanPool(n int, task func()) Pool {
+	p := &chanPool{task: task, ch: make(chan chan struct{})}
 	for range n {
 		p.wg.Go(func() {
-			for j := range p.ch {
-				j.task()
-				if j.done != nil {
-					j.done <- struct{}{}
+			for done := range p.ch {
+				p.task()
+				if done != nil {
+					done <- struct{}{}
 				}
 			}
 		})
@@ -101,119 +101,121 @@ func newChanPool(n int) Pool {
 	return p
 }
 
-func (p *chanPool) Go(task func()) { p.ch <- job{task: task} }
+func (p *chanPool) Go() { p.ch <- nil }
 
-// doneChans recycles the capacity-1 answer channels of Do, so the plain
-// pool allocates nothing per request either.
+// doneChans recycles the capacity-1 answer channels of Do, so the
+// baselines allocate nothing per request beyond what their API requires.
 var doneChans = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
 
-func (p *chanPool) Do(task func()) {
+func (p *chanPool) Do() {
 	done := doneChans.Get().(chan struct{})
-	p.ch <- job{task: task, done: done}
+	p.ch <- done
 	<-done
 	doneChans.Put(done)
 }
 
 func (p *chanPool) Close() { close(p.ch); p.wg.Wait() }
 
-type antsPool struct{ p *ants.Pool }
-
-func newAnts(n int) Pool {
-	p, err := ants.NewPool(n)
-	if err != nil {
-		panic(err)
-	}
-	return antsPool{p}
-}
-
-func (p antsPool) Go(task func()) {
-	if err := p.p.Submit(task); err != nil {
-		panic(err)
-	}
-}
-
-func (p antsPool) Do(task func()) {
+// wait runs task through submit with a closure that signals completion:
+// the natural Do for pools whose API has no per-task wait.
+func wait(task func(), submit func(func())) {
 	done := doneChans.Get().(chan struct{})
-	p.Go(func() { task(); done <- struct{}{} })
+	submit(func() { task(); done <- struct{}{} })
 	<-done
 	doneChans.Put(done)
 }
 
-// Close waits for the workers to exit, which they do after their task.
-func (p antsPool) Close() { _ = p.p.ReleaseTimeout(time.Minute) }
+type antsPool struct {
+	p    *ants.Pool
+	task func()
+}
 
-type pondPool struct{ p pond.Pool }
+func newAnts(n int, task func()) Pool {
+	p, err := ants.NewPool(n)
+	if err != nil {
+		panic(err)
+	}
+	return antsPool{p, task}
+}
 
-func newPond(n int) Pool { return pondPool{pond.NewPool(n)} }
-
-func (p pondPool) Go(task func()) {
-	if err := p.p.Go(task); err != nil {
+func (p antsPool) submit(f func()) {
+	if err := p.p.Submit(f); err != nil {
 		panic(err)
 	}
 }
 
-func (p pondPool) Do(task func()) {
-	if err := p.p.Submit(task).Wait(); err != nil {
+func (p antsPool) Go() { p.submit(p.task) }
+func (p antsPool) Do() { wait(p.task, p.submit) }
+
+// Close waits for the workers to exit, which they do after their task.
+func (p antsPool) Close() { _ = p.p.ReleaseTimeout(time.Minute) }
+
+type pondPool struct {
+	p    pond.Pool
+	task func()
+}
+
+func newPond(n int, task func()) Pool { return pondPool{pond.NewPool(n), task} }
+
+func (p pondPool) Go() {
+	if err := p.p.Go(p.task); err != nil {
+		panic(err)
+	}
+}
+
+func (p pondPool) Do() {
+	if err := p.p.Submit(p.task).Wait(); err != nil {
 		panic(err)
 	}
 }
 
 func (p pondPool) Close() { p.p.StopAndWait() }
 
-type wpPool struct{ p *workerpool.WorkerPool }
+type wpPool struct {
+	p    *workerpool.WorkerPool
+	task func()
+}
 
-func newWorkerPool(n int) Pool  { return wpPool{workerpool.New(n)} }
-func (p wpPool) Go(task func()) { p.p.Submit(task) }
-func (p wpPool) Do(task func()) { p.p.SubmitWait(task) }
-func (p wpPool) Close()         { p.p.StopWait() }
+func newWorkerPool(n int, task func()) Pool { return wpPool{workerpool.New(n), task} }
+func (p wpPool) Go()                        { p.p.Submit(p.task) }
+func (p wpPool) Do()                        { p.p.SubmitWait(p.task) }
+func (p wpPool) Close()                     { p.p.StopWait() }
 
 // concPool: conc's pool is single-use (Wait ends it), so Close waits.
-type concPool struct{ p *pool.Pool }
-
-func newConc(n int) Pool { return concPool{pool.New().WithMaxGoroutines(n)} }
-
-func (p concPool) Go(task func()) { p.p.Go(task) }
-
-func (p concPool) Do(task func()) {
-	done := doneChans.Get().(chan struct{})
-	p.p.Go(func() { task(); done <- struct{}{} })
-	<-done
-	doneChans.Put(done)
+type concPool struct {
+	p    *pool.Pool
+	task func()
 }
 
-func (p concPool) Close() { p.p.Wait() }
+func newConc(n int, task func()) Pool { return concPool{pool.New().WithMaxGoroutines(n), task} }
+func (p concPool) Go()                { p.p.Go(p.task) }
+func (p concPool) Do()                { wait(p.task, p.p.Go) }
+func (p concPool) Close()             { p.p.Wait() }
 
-type egPool struct{ g *errgroup.Group }
+type egPool struct {
+	g    *errgroup.Group
+	task func() error
+}
 
-func newErrgroup(n int) Pool {
+func newErrgroup(n int, task func()) Pool {
 	g := new(errgroup.Group)
 	g.SetLimit(n)
-	return egPool{g}
+	return egPool{g, func() error { task(); return nil }}
 }
 
-func (p egPool) Go(task func()) { p.g.Go(func() error { task(); return nil }) }
-
-func (p egPool) Do(task func()) {
-	done := doneChans.Get().(chan struct{})
-	p.g.Go(func() error { task(); done <- struct{}{}; return nil })
-	<-done
-	doneChans.Put(done)
+func (p egPool) Go() { p.g.Go(p.task) }
+func (p egPool) Do() {
+	wait(func() { _ = p.task() }, func(f func()) { p.g.Go(func() error { f(); return nil }) })
 }
-
 func (p egPool) Close() { _ = p.g.Wait() }
 
 // goroutinePool starts one goroutine per task: no bound, no reuse.
-type goroutinePool struct{ wg *sync.WaitGroup }
-
-func newGoroutine(int) Pool { return goroutinePool{new(sync.WaitGroup)} }
-
-func (p goroutinePool) Go(task func()) { p.wg.Go(task) }
-
-func (p goroutinePool) Do(task func()) {
-	done := doneChans.Get().(chan struct{})
-	p.wg.Go(func() { task(); done <- struct{}{} })
-	<-done
-	doneChans.Put(done)
+type goroutinePool struct {
+	wg   *sync.WaitGroup
+	task func()
 }
 
-func (p goroutinePool) Close() { p.wg.Wait() }
+func newGoroutine(_ int, task func()) Pool { return goroutinePool{new(sync.WaitGroup), task} }
+func (p goroutinePool) Go()                { p.wg.Go(p.task) }
+func (p goroutinePool) Do()                { wait(p.task, p.wg.Go) }
+func (p goroutinePool) Close()             { p.wg.Wait() }

@@ -15,20 +15,19 @@ func TestImplementations(t *testing.T) {
 			t.Parallel()
 			for _, kind := range Kinds {
 				task := Task(kind)
-				p := im.New(2)
 				var ran atomic.Int64
-				counted := func() { task(); ran.Add(1) }
+				p := im.New(2, func() { task(); ran.Add(1) })
 				const n = 50
 				var wg sync.WaitGroup
 				for range n {
-					wg.Go(func() { p.Do(counted) })
+					wg.Go(p.Do)
 				}
 				wg.Wait()
 				if got := ran.Load(); got != n {
 					t.Fatalf("%s: Do ran %d of %d tasks", kind, got, n)
 				}
 				for range n {
-					p.Go(counted)
+					p.Go()
 				}
 				p.Close()
 				if got := ran.Load(); got != 2*n {

@@ -5,7 +5,7 @@
 # during a quiet minute (as -count back to back would). It then prints the
 # medians with benchstat and the ratio table of docs/performance.md.
 #
-# Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters'] [-k kinds]
+# Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters'] [-k 'empty|exp10us']
 #                             [-i impls] [-t benchtime] [-o raw.txt] [-hog]
 #   -hog  keep one core busy with another process during every round
 # Raw output goes to -o (default: a temporary file); keep it out of git.
@@ -46,9 +46,14 @@ for r in $(seq "$rounds"); do
 		hogpid=$!
 	fi
 	for impl in $(printf '%s\n' $impls | shuf); do
-		"$tmp/bench.test" -test.run '^$' -test.benchmem -test.count 1 \
-			-test.benchtime "$benchtime" \
-			-test.bench "^Benchmark($bench)\$/^impl=$impl\$/^kind=($kinds)\$" >>"$out"
+		# A leaf benchmark runs only if every pattern level matches, so
+		# Requesters (no kind= level) gets its own pattern.
+		for b in $(echo "$bench" | tr '|' ' '); do
+			pat="^Benchmark$b\$/^impl=$impl\$"
+			[ "$b" = Batch ] && pat="$pat/^kind=($kinds)\$"
+			"$tmp/bench.test" -test.run '^$' -test.benchmem -test.count 1 \
+				-test.benchtime "$benchtime" -test.bench "$pat" >>"$out"
+		done
 	done
 	if [ -n "$hogpid" ]; then kill "$hogpid"; wait "$hogpid" 2>/dev/null || true; hogpid=''; fi
 	echo "round $r/$rounds done" >&2

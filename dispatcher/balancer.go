@@ -6,19 +6,13 @@ import (
 
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/strategies"
-	"github.com/gobalancer/balancer/worker"
 )
-
-// batch bounds how many intake items or completions the balancer takes per
-// wake-up before it looks at its other channels again.
-const batch = 64
 
 // balancer is the state the balancer goroutine owns: no locks guard it.
 type balancer[R any] struct {
 	strat strategies.Strategy
 	dyn   strategies.Dynamic // nil when strat cannot change membership
 	pool  *pool.Pool[*request[R]]
-	comp  chan worker.Completion
 	depth int // most requests counted against one worker
 
 	w     []slot
@@ -26,10 +20,17 @@ type balancer[R any] struct {
 	live  int // live workers
 	total int // requests pending over all workers
 
+	// backlog is the last intake swapped out; next is the first request of
+	// it not yet dispatched. sent counts requests that left the accepted
+	// state (sent or answered) since the intake last heard of it.
+	backlog []*request[R]
+	next    int
+	sent    int
+
 	held  *request[R] // picked for a full worker, sent when it has room
 	heldW int
 
-	closing bool
+	closing, abandonDone bool
 
 	dispatched, completed, stalls int64
 	pend                          pendingStats
@@ -42,10 +43,14 @@ type slot struct {
 	completed  int64
 	busy       int64 // nanoseconds
 	removed    bool
+
+	doneSeen uint64        // the worker's Done() when last reaped
+	busySeen time.Duration // its Busy() then
+	per      time.Duration // the last mean duration per task, for Done
 }
 
-func (b *balancer[R]) init(s strategies.Strategy, p *pool.Pool[*request[R]], comp chan worker.Completion, depth int, weights []int) {
-	b.strat, b.pool, b.comp, b.depth = s, p, comp, depth
+func (b *balancer[R]) init(s strategies.Strategy, p *pool.Pool[*request[R]], depth int, weights []int) {
+	b.strat, b.pool, b.depth = s, p, depth
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.w = make([]slot, len(weights))
 	for i, w := range weights {
@@ -62,72 +67,170 @@ func (b *balancer[R]) hasRoom(i int) bool {
 	return !s.removed && s.weight > 0 && s.pending < b.depth
 }
 
-// balance is the balancer goroutine: Pike's select over requests and
-// completions, plus control calls and shutdown.
+// balance is the balancer goroutine. Each turn it reads completions,
+// dispatches what it holds, then swaps out the intake under one lock; it
+// parks only when a turn did nothing.
 func (d *Dispatcher[R]) balance() {
 	b := &d.b
-	closing, abandon := d.closing, d.abandonCh
 	for {
-		if b.closing && b.held == nil && b.total == 0 && len(d.intake) == 0 {
+		if d.ctlWaiting.Load() > 0 {
+			select {
+			case f := <-d.ctl:
+				d.ctlWaiting.Add(-1)
+				f()
+			default: // the caller has not reached its send yet: next turn
+			}
+		}
+		if !b.closing && d.closing.Load() {
+			b.closing = true
+		}
+		if !b.abandonDone && d.abandoned.Load() {
+			b.abandonDone = true
+			d.abandonQueued()
+		}
+		progress := d.reap()
+		progress = d.drain() || progress
+
+		in := &d.in
+		in.mu.Lock()
+		in.n -= b.sent
+		b.sent = 0
+		took := false
+		if b.next == len(b.backlog) && len(in.q) > 0 {
+			clear(b.backlog)
+			b.backlog, in.q, b.next = in.q, b.backlog[:0], 0
+			took = true
+		}
+		in.gate = b.held == nil && b.room > 0
+		if in.waiters > 0 && in.admits(in.gate) {
+			in.broadcast()
+		}
+		exit := b.closing && in.closed && len(in.q) == 0 && b.next == len(b.backlog) &&
+			b.held == nil && b.total == 0
+		in.mu.Unlock()
+		if exit {
 			break
 		}
-		// The gate: take a request only when it can go somewhere. A held
-		// request or no room anywhere turns the intake case off (a nil
-		// channel never receives), so only completions and control run.
-		var in chan *request[R]
-		if b.held == nil && b.room > 0 {
-			in = d.intake
-		}
-		select {
-		case r := <-in:
-			d.dispatch(r)
-			for k := 1; k < batch && b.held == nil && b.room > 0; k++ {
-				select {
-				case r = <-d.intake:
-					d.dispatch(r)
-					continue
-				default:
-				}
-				break
-			}
-		case c := <-b.comp:
-			d.complete(c)
-			for k := 1; k < batch; k++ {
-				select {
-				case c = <-b.comp:
-					d.complete(c)
-					continue
-				default:
-				}
-				break
-			}
-		case f := <-d.ctl:
-			f()
-		case <-closing:
-			b.closing, closing = true, nil
-		case <-abandon:
-			abandon = nil
-			d.abandonQueued()
+		if !took && !progress {
+			d.park()
 		}
 	}
 	b.pool.Stop()
 	b.pool.Wait()
+	d.reap()
 	s := d.snapshot()
 	d.final.Store(&s)
 	close(d.stopped)
 }
 
+// park blocks until something may have changed. It is the consumer half of
+// the wake protocol: publish the parked state, then look again, so a
+// producer either sees the state (and sends a token) or is seen here.
+func (d *Dispatcher[R]) park() {
+	b := &d.b
+	in := &d.in
+	in.mu.Lock()
+	needComp := b.held != nil || b.next < len(b.backlog) || b.room == 0 ||
+		in.waiters > 0 || (b.closing && b.total > 0)
+	state := parkedIdle
+	if needComp {
+		state = parkedNeedComp
+	}
+	d.state.Store(state)
+	// New intake is work only once the backlog is gone: until then the
+	// balancer would not take it, and waking for it would spin.
+	work := len(in.q) > 0 && b.next == len(b.backlog)
+	in.mu.Unlock()
+	if !work && needComp {
+		work = d.completions()
+	}
+	if !work {
+		work = (!b.closing && d.closing.Load()) || (!b.abandonDone && d.abandoned.Load())
+	}
+	if work {
+		if !d.state.CompareAndSwap(state, running) {
+			<-d.wake // a producer cleared the state: take its token
+		}
+		return
+	}
+	select {
+	case <-d.wake:
+	case f := <-d.ctl:
+		d.ctlWaiting.Add(-1)
+		if !d.state.CompareAndSwap(state, running) {
+			<-d.wake
+		}
+		f()
+	}
+}
+
+// completions reports whether any worker finished something not reaped.
+func (d *Dispatcher[R]) completions() bool {
+	b := &d.b
+	for i := range b.w {
+		if b.w[i].pending > 0 && b.pool.Worker(i).Done() != b.w[i].doneSeen {
+			return true
+		}
+	}
+	return false
+}
+
+// reap reads every worker's completion counter and reports what changed.
+func (d *Dispatcher[R]) reap() bool {
+	b := &d.b
+	any := false
+	for i := range b.w {
+		s := &b.w[i]
+		if s.pending == 0 {
+			continue
+		}
+		w := b.pool.Worker(i)
+		done := w.Done()
+		if done == s.doneSeen {
+			continue
+		}
+		n := int(done - s.doneSeen)
+		s.doneSeen = done
+		// Busy time is published per run of tasks, not per task (the clock
+		// was a sixth of the CPU of empty tasks): bill the change to the
+		// tasks reaped with it, or the last mean if it has not moved.
+		if busy := w.Busy(); busy != s.busySeen {
+			s.per = (busy - s.busySeen) / time.Duration(n)
+			s.busy += int64(busy - s.busySeen)
+			s.busySeen = busy
+		}
+		d.complete(i, n)
+		any = true
+	}
+	return any
+}
+
+// drain dispatches the backlog while requests can go somewhere.
+func (d *Dispatcher[R]) drain() bool {
+	b := &d.b
+	start := b.next
+	for b.next < len(b.backlog) && b.held == nil && b.room > 0 {
+		r := b.backlog[b.next]
+		b.backlog[b.next] = nil
+		b.next++
+		d.dispatch(r)
+	}
+	return b.next != start
+}
+
 // dispatch picks a worker for r and sends r to it, or holds r until the
 // picked worker has room: the pick is honoured, never re-routed.
 func (d *Dispatcher[R]) dispatch(r *request[R]) {
+	b := &d.b
 	if d.abandoned.Load() {
-		r.answerErr(d.abandon)
+		b.sent++
+		d.replyErr(r, d.abandon)
 		return
 	}
-	b := &d.b
 	i := b.strat.Pick(r.key)
 	if !b.pool.Live(i) {
-		r.answerErr(fmt.Errorf("%w: %d", ErrBadPick, i))
+		b.sent++
+		d.replyErr(r, fmt.Errorf("%w: %d", ErrBadPick, i))
 		return
 	}
 	if b.w[i].pending >= b.depth {
@@ -138,12 +241,13 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 	d.send(i, r)
 }
 
-// send never blocks: the worker's channel holds depth items and at most
-// depth are counted against it.
+// send never blocks: the worker's ring holds depth items and at most depth
+// are counted against it.
 func (d *Dispatcher[R]) send(i int, r *request[R]) {
 	b := &d.b
 	s := &b.w[i]
-	b.pool.In(i) <- r
+	b.pool.Worker(i).Push(r)
+	b.sent++
 	b.pend.add(s.pending, 1)
 	s.pending++
 	b.total++
@@ -157,24 +261,21 @@ func (d *Dispatcher[R]) send(i int, r *request[R]) {
 	b.pend.sample(b.live)
 }
 
-func (d *Dispatcher[R]) complete(c worker.Completion) {
+// complete counts n requests of worker i as done.
+func (d *Dispatcher[R]) complete(i, n int) {
 	b := &d.b
-	i := c.Worker
 	s := &b.w[i]
 	had := b.hasRoom(i)
-	b.pend.add(s.pending, -c.N)
-	s.pending -= c.N
-	b.total -= c.N
-	s.completed += int64(c.N)
-	s.busy += int64(c.Busy)
-	b.completed += int64(c.N)
+	b.pend.add(s.pending, -n)
+	s.pending -= n
+	b.total -= n
+	s.completed += int64(n)
+	b.completed += int64(n)
 	if !had && b.hasRoom(i) {
 		b.room++
 	}
-	// A report covers N requests; each gets the batch's mean duration.
-	per := c.Busy / time.Duration(c.N)
-	for range c.N {
-		b.strat.Done(i, per)
+	for range n {
+		b.strat.Done(i, s.per)
 	}
 	b.pend.sample(b.live)
 	if b.held != nil && b.heldW == i && s.pending < b.depth {
@@ -185,30 +286,39 @@ func (d *Dispatcher[R]) complete(c worker.Completion) {
 }
 
 // abandonQueued answers, without running them, the requests Close gave up
-// on: the held one, the intake's, and those queued at workers, which would
-// otherwise wait for (maybe never) the task running ahead of them.
+// on: the held one, those queued at workers, the backlog and the intake's.
 func (d *Dispatcher[R]) abandonQueued() {
 	b := &d.b
 	if b.held != nil {
-		b.held.answerErr(d.abandon)
+		b.sent++
+		d.replyErr(b.held, d.abandon)
 		b.held = nil
 	}
+	// Requests queued at workers would otherwise wait for (maybe never)
+	// the task running ahead of them: take them back and count each as
+	// completed, so pending, room and the strategy stay consistent.
 	for i := range b.w {
 		for b.w[i].pending > 0 {
 			r, ok := b.pool.TryTake(i)
 			if !ok {
 				break
 			}
-			r.answerErr(d.abandon)
-			d.complete(worker.Completion{Worker: i, N: 1})
+			d.replyErr(r, d.abandon)
+			d.complete(i, 1)
 		}
 	}
-	for {
-		select {
-		case r := <-d.intake:
-			r.answerErr(d.abandon)
-		default:
-			return
-		}
+	for ; b.next < len(b.backlog); b.next++ {
+		b.sent++
+		d.replyErr(b.backlog[b.next], d.abandon)
+		b.backlog[b.next] = nil
+	}
+	in := &d.in
+	in.mu.Lock()
+	q := in.q
+	in.q = nil
+	in.mu.Unlock()
+	for _, r := range q {
+		b.sent++
+		d.replyErr(r, d.abandon)
 	}
 }

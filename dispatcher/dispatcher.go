@@ -1,13 +1,18 @@
 // Package dispatcher is Pike's heap load balancer as an embeddable,
-// generic work dispatcher. Requesters submit tasks on one shared request
-// channel; a single balancer goroutine asks a strategy for a worker, hands
-// the request to that worker's buffered channel and counts it pending;
-// the worker runs it, answers the requester and reports completion on the
-// completion channel; the balancer tells the strategy.
+// generic work dispatcher. Requesters submit tasks to one shared intake; a
+// single balancer goroutine asks a strategy for a worker, hands the request
+// to that worker's queue and counts it pending; the worker runs it, answers
+// the requester and counts the completion; the balancer tells the strategy.
 //
 // Unlike the textbook version, the balancer never blocks on a worker: it
 // sends only to a worker with room, and when the picked worker is full it
 // stops taking requests and serves completions until there is room.
+//
+// Unlike the textbook version too, the hot path has no channel operation
+// per request besides the answer: the intake is a locked slice the balancer
+// swaps out whole, each worker's queue is a single-producer ring, and
+// completions are per-worker atomic counters. Channels only wake a
+// goroutine that parked with nothing to do (docs/performance.md).
 package dispatcher
 
 import (
@@ -31,23 +36,24 @@ type Task[R any] func(ctx context.Context) (R, error)
 // A task must not call Do on its own dispatcher and wait for the answer,
 // nor Close it: when every worker waits on itself nothing can progress.
 //
-// Cost, measured on 2 cores (see the README): tens to a few hundred
-// nanoseconds of dispatch per task; Do allocates nothing, Submit allocates
-// the Future.
+// Cost, measured on 2 cores (docs/performance.md): about the cost of pond
+// v2 per empty task; Do and Go allocate nothing, Submit allocates the Future.
 type Dispatcher[R any] struct {
-	intake chan *request[R]
-	quit   chan struct{} // closed first by Close: wakes blocked submitters
-	// Submitters hold mu's read side while they send; Close takes the write
-	// side once, so after it no submitter is between its closed check and
-	// its send, and the balancer can drain the intake to empty.
-	mu        sync.RWMutex
-	closed    atomic.Bool
-	closing   chan struct{} // closed when intake is fenced: drain and stop
-	abandonCh chan struct{} // closed when Close's ctx ended: answer unstarted requests
+	in intake[R]
+
+	// The balancer's wake-up: it parks only when it has nothing to do, and
+	// whoever clears state from a parked value sends the one token.
+	state      atomic.Int32
+	wake       chan struct{} // capacity 1
+	ctl        chan func()
+	ctlWaiting atomic.Int32 // control calls about to send on ctl
+
+	closed    atomic.Bool // Close has begun: exec refuses
+	closing   atomic.Bool // intake is fenced: drain and stop
 	abandoned atomic.Bool
 	abandon   error // the answer of abandoned requests; set before abandoned
-	ctl       chan func()
 	stopped   chan struct{}
+	panics    atomic.Int64
 
 	closeOnce   sync.Once
 	abandonOnce sync.Once
@@ -57,6 +63,15 @@ type Dispatcher[R any] struct {
 
 	b balancer[R] // owned by the balancer goroutine
 }
+
+// Balancer states: running, or parked waiting for intake, control or
+// Close only (idle), or also for a completion (needComp): only then do
+// workers pay a wake-up after a task.
+const (
+	running int32 = iota
+	parkedIdle
+	parkedNeedComp
+)
 
 // New starts a dispatcher and its workers. Bad options yield an error
 // wrapping ErrBadOption (and the strategy's own error, if any).
@@ -94,48 +109,68 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		}
 	}
 	depth := c.workerBuffer + 1
-	if c.completion < 0 {
-		c.completion = c.workers
-	}
 	if c.intake < 0 {
 		c.intake = c.workers * depth
 	}
 
 	d := &Dispatcher[R]{
-		intake:    make(chan *request[R], c.intake),
-		quit:      make(chan struct{}),
-		closing:   make(chan struct{}),
-		abandonCh: make(chan struct{}),
-		ctl:       make(chan func()),
-		stopped:   make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		ctl:     make(chan func()),
+		stopped: make(chan struct{}),
 	}
+	d.in.cap = c.intake
+	d.in.gate = true // every worker has room until the balancer says otherwise
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
-	comp := make(chan worker.Completion, c.completion)
 	p := pool.New(c.workers, worker.Config[*request[R]]{
-		Depth:       depth,
-		Run:         d.run,
-		Panicked:    func(r *request[R], v any, stack []byte) { r.answerErr(&PanicError{Value: v, Stack: stack}) },
-		Exited:      func(r *request[R]) { r.answerErr(ErrTaskExited) },
-		Completions: comp,
+		Depth: depth,
+		Run:   d.run,
+		Panicked: func(r *request[R], v any, stack []byte) {
+			d.panics.Add(1)
+			d.replyErr(r, &PanicError{Value: v, Stack: stack})
+		},
+		Exited:    func(r *request[R]) { d.replyErr(r, ErrTaskExited) },
+		Completed: d.workerDone,
 	})
-	d.b.init(strat, p, comp, depth, weights)
+	d.b.init(strat, p, depth, weights)
 	go d.balance()
 	return d, nil
 }
 
+// wakeBalancer wakes the balancer if it is parked. Never blocks: only the
+// caller whose CompareAndSwap leaves a parked state sends, and the balancer
+// takes exactly one token per such change.
+func (d *Dispatcher[R]) wakeBalancer() {
+	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
+		d.wake <- struct{}{}
+	}
+}
+
+// workerDone runs on a worker after each finished task: the balancer is
+// woken only when it waits for a completion (a full worker, waiting
+// submitters, a drain), so a busy system pays no wake-up per task.
+func (d *Dispatcher[R]) workerDone() {
+	if d.state.Load() == parkedNeedComp && d.state.CompareAndSwap(parkedNeedComp, running) {
+		d.wake <- struct{}{}
+	}
+}
+
 // run is the worker side of a request: answer without running when the
 // dispatcher abandoned it or its requester's context ended while queued.
-func (d *Dispatcher[R]) run(r *request[R]) {
+// count comes before the answer so Stats, read after an answer, has it.
+func (d *Dispatcher[R]) run(r *request[R], count func()) {
 	if d.abandoned.Load() {
-		r.answerErr(d.abandon)
+		count()
+		d.replyErr(r, d.abandon)
 		return
 	}
 	if err := r.ctx.Err(); err != nil {
-		r.answerErr(err)
+		count()
+		d.replyErr(r, err)
 		return
 	}
 	v, err := r.fn(r.ctx)
-	r.answer(v, err)
+	count()
+	d.reply(r, v, err)
 }
 
 // Done is closed once the dispatcher has stopped and every goroutine it
@@ -154,10 +189,14 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 	}
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
-		close(d.quit)
-		d.mu.Lock()
-		d.mu.Unlock() //nolint:staticcheck // an empty critical section is the fence
-		close(d.closing)
+		// The intake's lock is the fence: no submitter is between its
+		// closed check and its append once closed is set under it.
+		d.in.mu.Lock()
+		d.in.closed = true
+		d.in.broadcast() // blocked submitters return ErrClosed
+		d.in.mu.Unlock()
+		d.closing.Store(true)
+		d.wakeBalancer()
 	})
 	select {
 	case <-d.stopped:
@@ -173,7 +212,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 	d.abandonOnce.Do(func() {
 		d.abandon = fmt.Errorf("%w: %w", ErrClosed, ctx.Err())
 		d.abandoned.Store(true)
-		close(d.abandonCh)
+		d.wakeBalancer()
 	})
 	return ctx.Err()
 }
@@ -190,9 +229,14 @@ func (d *Dispatcher[R]) exec(f func() error) error {
 // call runs f on the balancer goroutine, also while it drains after Close.
 func (d *Dispatcher[R]) call(f func() error) error {
 	errc := make(chan error, 1)
+	// Announce the call so a busy balancer looks at ctl (it does not poll
+	// the channel: a select per loop costs more than the atomic).
+	d.ctlWaiting.Add(1)
+	d.wakeBalancer()
 	select {
 	case d.ctl <- func() { errc <- f() }:
 	case <-d.stopped:
+		d.ctlWaiting.Add(-1)
 		return ErrClosed
 	}
 	return <-errc

@@ -70,8 +70,10 @@ func WithWorkerBuffer(n int) Option {
 	})
 }
 
-// WithCompletionBuffer sets the completion channel's capacity; 0 makes it
-// unbuffered (default: one slot per worker).
+// WithCompletionBuffer is kept for compatibility and has no effect:
+// workers now count completions in atomic counters the balancer reads, so
+// there is no completion channel to size. Negative values are still
+// rejected.
 func WithCompletionBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
@@ -81,9 +83,11 @@ func WithCompletionBuffer(n int) Option {
 	})
 }
 
-// WithIntakeBuffer sets the shared request channel's capacity. 0 makes
-// every submit a rendezvous with the balancer, as in Pike's design; the
-// default (workers × (worker buffer + 1)) lets submitters go on without one.
+// WithIntakeBuffer sets how many accepted requests may wait for the
+// balancer to send them to a worker. 0 accepts a request only when nothing
+// waits and a worker has room, like Pike's unbuffered request channel; the
+// default (workers × (worker buffer + 1)) lets submitters go on without
+// waiting for the balancer.
 func WithIntakeBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {

@@ -13,6 +13,22 @@ type request[R any] struct {
 	err    error
 	done   chan struct{} // capacity 1: the answer never blocks a worker
 	future bool          // done is closed (many may wait) instead of sent on
+	async  bool          // submitted by Go: nobody waits; the worker recycles it
+}
+
+// reply answers r, or recycles it when nobody waits for it (Go).
+func (d *Dispatcher[R]) reply(r *request[R], v R, err error) {
+	if r.async {
+		d.release(r)
+		return
+	}
+	r.answer(v, err)
+}
+
+// replyErr answers r with err (see reply).
+func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
+	var zero R
+	d.reply(r, zero, err)
 }
 
 func (r *request[R]) answer(v R, err error) {
@@ -24,11 +40,6 @@ func (r *request[R]) answer(v R, err error) {
 	// Capacity 1 and one answer per request: never blocks, even when the
 	// requester has given up and left.
 	r.done <- struct{}{}
-}
-
-func (r *request[R]) answerErr(err error) {
-	var zero R
-	r.answer(zero, err)
 }
 
 // Future is the pending answer of a submitted task.

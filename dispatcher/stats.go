@@ -25,6 +25,7 @@ type Stats struct {
 	Held       bool  // a request waits for its picked worker's room
 	Stalls     int64 // picks that found the worker full and waited
 	Replaced   int64 // worker goroutines replaced after a task's Goexit
+	Panics     int64 // tasks that panicked (answered with a *PanicError, or dropped for Go)
 
 	// Pike's figure: the mean and standard deviation of pending across live
 	// workers, now and averaged over every balancer event of the run (the
@@ -37,7 +38,7 @@ type Stats struct {
 // one once the dispatcher has stopped.
 func (d *Dispatcher[R]) Stats() Stats {
 	var s Stats
-	if err := d.call(func() error { s = d.snapshot(); return nil }); err != nil {
+	if err := d.call(func() error { d.reap(); s = d.snapshot(); return nil }); err != nil {
 		return *d.final.Load() // stopped: the final snapshot is set
 	}
 	return s
@@ -53,6 +54,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		Held:       b.held != nil,
 		Stalls:     b.stalls,
 		Replaced:   b.pool.Replaced(),
+		Panics:     d.panics.Load(),
 	}
 	var live int
 	var s1, s2 float64

@@ -22,6 +22,29 @@ func (d *Dispatcher[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], 
 	return d.submit(ctx, 0, fn, false)
 }
 
+// Go submits fn and returns without waiting: fn's value and error are
+// discarded, a panic is contained (the worker survives; Stats counts it in
+// Panics). Like Submit it blocks while there is no room, until ctx ends,
+// and returns ErrClosed once Close has begun. Close waits for fn. Go
+// allocates nothing: it suits batches where the task itself records its
+// outcome.
+func (d *Dispatcher[R]) Go(ctx context.Context, fn Task[R]) error {
+	return d.goKey(ctx, 0, fn)
+}
+
+func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error {
+	if err := check(ctx, fn); err != nil {
+		return err
+	}
+	r := d.reqs.Get().(*request[R])
+	r.ctx, r.fn, r.key, r.async = ctx, fn, key, true
+	if err := d.enqueue(ctx, r, true); err != nil {
+		d.release(r)
+		return err
+	}
+	return nil
+}
+
 // Keyed submits requests carrying a routing key, which affinity strategies
 // (consistent-hash, bounded-hash) use to send equal keys to the same worker.
 // Requests with one key reach that worker in submission order per requester.
@@ -40,6 +63,9 @@ func (k Keyed[R]) Do(ctx context.Context, fn Task[R]) (R, error) { return k.d.do
 func (k Keyed[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
 	return k.d.submit(ctx, k.key, fn, true)
 }
+
+// Go is Dispatcher.Go with the view's key.
+func (k Keyed[R]) Go(ctx context.Context, fn Task[R]) error { return k.d.goKey(ctx, k.key, fn) }
 
 // TrySubmit is Dispatcher.TrySubmit with the view's key.
 func (k Keyed[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
@@ -86,7 +112,7 @@ func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, erro
 // release clears r and returns it to the pool for the next Do.
 func (d *Dispatcher[R]) release(r *request[R]) {
 	var zero R
-	r.ctx, r.fn, r.res, r.err = nil, nil, zero, nil
+	r.ctx, r.fn, r.res, r.err, r.async = nil, nil, zero, nil, false
 	d.reqs.Put(r)
 }
 
@@ -99,32 +125,4 @@ func (d *Dispatcher[R]) submit(ctx context.Context, key uint64, fn Task[R], bloc
 		return nil, err
 	}
 	return f, nil
-}
-
-// enqueue hands r to the balancer. Once it returns nil, r will be answered
-// exactly once.
-func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if d.closed.Load() {
-		return ErrClosed
-	}
-	if !block {
-		select {
-		case d.intake <- r:
-			return nil
-		default:
-			return ErrBusy
-		}
-	}
-	// Safe against Close: quit is closed before Close waits for mu, so a
-	// submitter blocked here wakes up, and after Close holds mu no one sends.
-	select {
-	case d.intake <- r:
-		return nil
-	case <-d.quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

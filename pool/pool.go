@@ -1,5 +1,5 @@
 // Package pool owns the balancer's worker set: it creates, starts, grows,
-// shrinks and stops the workers and gives each worker's channel by index.
+// shrinks and stops the workers and gives each worker by index.
 // It has no selection logic. A Pool is not safe for concurrent use: the
 // balancer goroutine owns it.
 package pool
@@ -44,14 +44,15 @@ func (p *Pool[T]) Add() int {
 // Len returns the number of indices handed out, removed workers included.
 func (p *Pool[T]) Len() int { return len(p.workers) }
 
-// In returns worker i's channel.
-func (p *Pool[T]) In(i int) chan<- T { return p.workers[i].In() }
+// Worker returns worker i, for its producer (the balancer) to push to and
+// read counters from.
+func (p *Pool[T]) Worker(i int) *worker.Worker[T] { return p.workers[i] }
 
 // Live reports whether worker i exists and has not been removed.
 func (p *Pool[T]) Live(i int) bool { return i >= 0 && i < len(p.workers) && !p.closed[i] }
 
-// Remove closes worker i's channel: it runs what it has queued, reports its
-// completions and exits. Nothing must be sent to it afterwards.
+// Remove closes worker i: it runs what it has queued, counts it and
+// exits. Nothing must be pushed to it afterwards.
 func (p *Pool[T]) Remove(i int) error {
 	if !p.Live(i) {
 		return fmt.Errorf("pool: no live worker %d", i)
@@ -84,7 +85,6 @@ func (p *Pool[T]) Stop() {
 	}
 }
 
-// Wait blocks until every goroutine the pool started has exited. The
-// caller must keep receiving completions while it waits, or call Stop only
-// once every worker has reported all it ran.
+// Wait blocks until every goroutine the pool started has exited. Workers
+// never wait for the balancer, so Wait needs nothing from the caller.
 func (p *Pool[T]) Wait() { _ = p.group.Wait() }

@@ -1,7 +1,14 @@
-// Package worker runs one worker goroutine of the balancer: it receives
-// items on its own buffered channel, runs each with panic and Goexit
-// containment, and reports completions to the balancer. A worker never
-// picks and never sees other workers.
+// Package worker runs one worker goroutine of the balancer: it takes items
+// from its own single-producer ring, runs each with panic and Goexit
+// containment, and counts completions where the balancer reads them. A
+// worker never picks and never sees other workers.
+//
+// The hand-off costs no channel operation while the worker is busy: the
+// producer (the balancer goroutine) writes a ring slot and publishes it with
+// one atomic store; the worker publishes each completion with one atomic
+// add. A channel is used only to wake a worker that went to sleep on an
+// empty ring, which is what made a channel per request (four channel locks
+// per task) the main cost of the previous design.
 package worker
 
 import (
@@ -10,70 +17,127 @@ import (
 	"time"
 )
 
-// Completion is a worker's report that it finished N items, spending Busy
-// on them. Workers coalesce reports: one message may cover several items,
-// so the balancer pays one channel operation per batch instead of per item.
-type Completion struct {
-	Worker int
-	N      int
-	Busy   time.Duration
-}
-
 // Config says what a worker does with its items. Run, Panicked and Exited
 // are called on the worker's goroutine; each must answer the item's
 // requester (exactly one of them runs per item).
 type Config[T any] struct {
-	// ID is the worker's index, carried in its completions.
+	// ID is the worker's index.
 	ID int
-	// Depth is the channel's capacity. The balancer keeps at most Depth
-	// items counted against a worker, so its sends never block.
+	// Depth is the most items the producer keeps unfinished at this worker
+	// (pushed and not yet counted by Done); the ring holds that many.
 	Depth int
-	// Run runs an item. It may panic or call runtime.Goexit.
-	Run func(T)
-	// Panicked answers an item whose Run panicked with value v.
+	// Run runs an item and answers it. It calls count once, after the
+	// item's work and before its answer, so that whoever receives the
+	// answer and then reads the counters finds the item counted. It may
+	// panic or call runtime.Goexit (before calling count).
+	Run func(item T, count func())
+	// Panicked answers an item whose Run panicked with value v. The item
+	// is already counted.
 	Panicked func(item T, v any, stack []byte)
-	// Exited answers an item whose Run called runtime.Goexit.
+	// Exited answers an item whose Run called runtime.Goexit. The item is
+	// already counted.
 	Exited func(item T)
-	// Completions receives the worker's reports. The balancer must always be
-	// ready to receive on it: a worker blocks there until it does.
-	Completions chan<- Completion
+	// Completed, if set, is called after each finished item has been
+	// counted, so the producer can be woken when it waits for room. It
+	// must not block.
+	Completed func()
 	// Spawn starts a goroutine owned by the worker's owner; it is used to
 	// replace the worker's goroutine when a task calls runtime.Goexit.
 	Spawn func(func())
 }
 
-// Worker is one worker: its channel and its run loop. Create it with New
-// and start its loop with Start; close its channel (Close) to stop it after
-// it has run every item already queued.
+// flushEvery bounds how many items a busy worker runs before it publishes
+// its busy time: the clock is read once per run of items, not per item.
+const flushEvery = 64
+
+// Worker is one worker: its ring and its run loop. Create it with New,
+// start it with Start, stop it with Close (after running what is queued).
+//
+// Push, Close and the counters are for one producer goroutine; the rest of
+// the state belongs to the worker goroutine.
 type Worker[T any] struct {
-	cfg      Config[T]
-	in       chan T
-	flushAt  int
-	done     int       // items finished since the last report
-	start    time.Time // when the first of those items started
+	cfg  Config[T]
+	ring []T
+	mask uint64
+
+	// Producer side, on its own cache line: the worker reads it, only the
+	// producer writes it.
+	_    [64]byte
+	tail atomic.Uint64 // items pushed
+	_    [56]byte
+
+	// Worker side.
+	done     atomic.Uint64 // items finished (answered)
+	busy     atomic.Int64  // nanoseconds spent running them, published per run
+	sleeping atomic.Bool   // the worker is, or is about to be, blocked on wake
+	closed   atomic.Bool
+	_        [40]byte
+
+	head     atomic.Uint64 // next slot to take; claimed by CAS (see TryTake)
+	ran      int    // items since the busy time was last published
+	counted  bool   // the current item has been counted
+	count    func() // w.finish as a value, made once: no allocation per item
+	start    time.Time
+	wake     chan struct{} // capacity 1: a token per successful wake
 	replaced atomic.Int64
 	stopped  chan struct{}
 }
 
-// New returns a worker with a channel of capacity cfg.Depth (at least 1).
+// New returns a worker whose ring holds cfg.Depth items (at least 1).
 func New[T any](cfg Config[T]) *Worker[T] {
 	if cfg.Depth < 1 {
 		cfg.Depth = 1
 	}
-	// Report at least every half queue so the balancer learns of room before
-	// the queue runs dry, and always before waiting for more.
-	flush := cfg.Depth / 2
-	if flush < 1 {
-		flush = 1
+	size := 1
+	for size < cfg.Depth {
+		size <<= 1
 	}
-	return &Worker[T]{cfg: cfg, in: make(chan T, cfg.Depth), flushAt: flush, stopped: make(chan struct{})}
+	w := &Worker[T]{
+		cfg:     cfg,
+		ring:    make([]T, size),
+		mask:    uint64(size - 1),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	w.count = w.finish
+	return w
 }
 
-// In is the worker's request channel. Only the balancer sends on it.
-func (w *Worker[T]) In() chan<- T { return w.in }
+// Push queues item. The producer must keep pushed − Done() < Depth before
+// each push (so it never overwrites an item the worker has not taken) and
+// must not push after Close. Push never blocks.
+func (w *Worker[T]) Push(item T) {
+	t := w.tail.Load() // only this goroutine writes tail
+	w.ring[t&w.mask] = item
+	w.tail.Store(t + 1) // publishes the slot to the worker
+	w.Wake()
+}
 
-// Close closes the channel: the worker runs what is queued, reports, exits.
-func (w *Worker[T]) Close() { close(w.in) }
+// Pushed returns how many items were pushed. Producer only.
+func (w *Worker[T]) Pushed() uint64 { return w.tail.Load() }
+
+// Done returns how many items the worker has finished. An item counted here
+// has been answered and its ring slot released.
+func (w *Worker[T]) Done() uint64 { return w.done.Load() }
+
+// Busy returns the time spent running finished items, published after
+// every run of up to 64 items and whenever the worker goes idle.
+func (w *Worker[T]) Busy() time.Duration { return time.Duration(w.busy.Load()) }
+
+// Wake wakes the worker if it sleeps. Safe from any goroutine; never blocks:
+// only the caller whose CompareAndSwap clears sleeping sends, and the worker
+// takes exactly one token per such clearing, so the buffer never fills.
+func (w *Worker[T]) Wake() {
+	if w.sleeping.Load() && w.sleeping.CompareAndSwap(true, false) {
+		w.wake <- struct{}{}
+	}
+}
+
+// Close makes the worker exit once it has run every item already pushed.
+func (w *Worker[T]) Close() {
+	w.closed.Store(true)
+	w.Wake()
+}
 
 // Stopped is closed when the worker's loop has exited for good.
 func (w *Worker[T]) Stopped() <-chan struct{} { return w.stopped }
@@ -81,17 +145,31 @@ func (w *Worker[T]) Stopped() <-chan struct{} { return w.stopped }
 // Replaced returns how many times a task's Goexit replaced the goroutine.
 func (w *Worker[T]) Replaced() int64 { return w.replaced.Load() }
 
-// TryTake removes an item still queued, without blocking, so the owner can
-// answer it without running it (when it abandons its work). It is safe to
-// call while the loop runs: each item is received once, by one of them, and
-// the worker reports only the items it received itself.
+// TryTake removes an item still queued, without blocking, so the producer
+// can answer it without running it (when it abandons its work). Producer
+// only; safe while the loop runs: the worker and TryTake both claim a slot
+// with a CompareAndSwap on head, so each item is taken once. An item taken
+// here is not counted by Done: the producer accounts for it itself.
 func (w *Worker[T]) TryTake() (item T, ok bool) {
-	select {
-	case item, ok = <-w.in:
-		return item, ok
-	default:
-		return item, false
+	for {
+		h := w.head.Load()
+		if h == w.tail.Load() {
+			return item, false
+		}
+		if w.head.CompareAndSwap(h, h+1) {
+			return w.claim(h), true
+		}
 	}
+}
+
+// claim reads and clears slot h, which the caller has just won. The slot is
+// read only after the win, so the loser never touches it.
+func (w *Worker[T]) claim(h uint64) T {
+	slot := &w.ring[h&w.mask]
+	item := *slot
+	var zero T
+	*slot = zero // release the item for the garbage collector
+	return item
 }
 
 // Start runs the worker's loop on a goroutine started by cfg.Spawn.
@@ -99,23 +177,67 @@ func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 
 func (w *Worker[T]) loop() {
 	for {
-		item, ok := <-w.in
-		if !ok {
-			w.report()
-			close(w.stopped)
-			return
+		h := w.head.Load()
+		if h == w.tail.Load() {
+			w.publishBusy()
+			if !w.sleep() {
+				close(w.stopped)
+				return
+			}
+			continue
 		}
-		if w.done == 0 {
+		// Uncontended except when the producer abandons work (TryTake).
+		if !w.head.CompareAndSwap(h, h+1) {
+			continue
+		}
+		item := w.claim(h)
+		if w.ran == 0 {
 			w.start = time.Now()
 		}
+		w.counted = false
 		if !w.runOne(item) {
 			return // Goexit: a replacement goroutine has taken over the loop
 		}
-		w.done++
-		if w.done >= w.flushAt || len(w.in) == 0 {
-			w.report()
-		}
+		w.finish() // in case Run returned without counting
 	}
+}
+
+// finish counts the current item once and tells the producer.
+func (w *Worker[T]) finish() {
+	if w.counted {
+		return
+	}
+	w.counted = true
+	w.done.Add(1)
+	if w.ran++; w.ran >= flushEvery {
+		w.publishBusy()
+	}
+	if w.cfg.Completed != nil {
+		w.cfg.Completed()
+	}
+}
+
+func (w *Worker[T]) publishBusy() {
+	if w.ran > 0 {
+		w.busy.Add(int64(time.Since(w.start)))
+		w.ran = 0
+	}
+}
+
+// sleep blocks until there is an item or the worker is closed; it returns
+// false when the worker must exit. It is the consumer half of the wake
+// protocol: announce sleeping, then look again, so a producer either sees
+// the flag (and sends a token) or the worker sees its item.
+func (w *Worker[T]) sleep() bool {
+	w.sleeping.Store(true)
+	if w.head.Load() != w.tail.Load() || w.closed.Load() {
+		if !w.sleeping.CompareAndSwap(true, false) {
+			<-w.wake // a producer cleared the flag: take its token
+		}
+	} else {
+		<-w.wake
+	}
+	return w.head.Load() != w.tail.Load() || !w.closed.Load()
 }
 
 // runOne runs one item, turning a panic into Panicked and a Goexit into
@@ -127,29 +249,21 @@ func (w *Worker[T]) runOne(item T) (ok bool) {
 			return
 		}
 		if v := recover(); v != nil {
-			w.cfg.Panicked(item, v, debug.Stack())
+			stack := debug.Stack()
+			w.finish()
+			w.cfg.Panicked(item, v, stack)
 			ok = true
 			return
 		}
 		// recover returned nil without a normal return: runtime.Goexit. This
 		// goroutine cannot be kept, so a fresh one continues the same loop
 		// with the same state once the item is counted and answered.
-		w.cfg.Exited(item)
-		w.done++
 		w.replaced.Add(1)
-		w.report()
+		w.finish()
+		w.cfg.Exited(item)
 		w.cfg.Spawn(w.loop)
 	}()
-	w.cfg.Run(item)
+	w.cfg.Run(item, w.count)
 	normal = true
 	return true
-}
-
-// report sends the coalesced completion, if any.
-func (w *Worker[T]) report() {
-	if w.done == 0 {
-		return
-	}
-	w.cfg.Completions <- Completion{Worker: w.cfg.ID, N: w.done, Busy: time.Since(w.start)}
-	w.done = 0
 }

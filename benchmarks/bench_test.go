@@ -29,12 +29,14 @@ func BenchmarkBatch(b *testing.B) {
 				})
 				defer p.Close()
 				b.ReportAllocs()
+				cpu := cpuTime()
 				b.ResetTimer()
 				for range b.N {
 					p.Go()
 				}
 				<-done
 				b.StopTimer()
+				reportCPU(b, cpu)
 			})
 		}
 	}
@@ -62,6 +64,7 @@ func BenchmarkRequesters(b *testing.B) {
 			}
 			var wg sync.WaitGroup
 			b.ReportAllocs()
+			cpu := cpuTime()
 			b.ResetTimer()
 			for g := range Requesters {
 				wg.Go(func() {
@@ -75,11 +78,20 @@ func BenchmarkRequesters(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
+			reportCPU(b, cpu)
 			all := slices.Concat(cycles...)
 			slices.Sort(all)
 			b.ReportMetric(Percentile(all, 0.999).Seconds()*1e6, "p99.9-cycle-us")
 			b.ReportMetric(Percentile(all, 0.99).Seconds()*1e6, "p99-us")
 		})
+	}
+}
+
+// reportCPU reports the process's CPU time per op since start as
+// cpu-ns/op (every thread: workers, submitters, runtime), if measured.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start > 0 {
+		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

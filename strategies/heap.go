@@ -1,6 +1,9 @@
 package strategies
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // dheap is an indexed 4-ary min-heap of members keyed by (k1, k2, member).
 // The member index is the last tie-break, so equal keys pop in index order
@@ -23,14 +26,14 @@ type hent struct {
 
 const arity = 4
 
+// less compares (k1, k2, idx) as one 192-bit number: a subtract-with-borrow
+// chain, so no branch to mispredict when keys tie on k1 (and in these heaps
+// they mostly do: equal weights, equal pending counts).
 func (a *hent) less(b *hent) bool {
-	if a.k1 != b.k1 {
-		return a.k1 < b.k1
-	}
-	if a.k2 != b.k2 {
-		return a.k2 < b.k2
-	}
-	return a.idx < b.idx
+	_, c := bits.Sub64(uint64(uint32(a.idx)), uint64(uint32(b.idx)), 0)
+	_, c = bits.Sub64(a.k2, b.k2, c)
+	_, c = bits.Sub64(a.k1, b.k1, c)
+	return c != 0
 }
 
 func (h *dheap) len() int { return len(h.e) }
@@ -96,6 +99,17 @@ func (h *dheap) pop() hent {
 	return x
 }
 
+// replaceTop removes the minimum and adds member i (not in the heap) in one
+// sift, where a pop and a push would take two; it returns the old minimum.
+func (h *dheap) replaceTop(i int, k1, k2 uint64) hent {
+	x := h.e[0]
+	h.pos[x.idx] = -1
+	h.grow(i)
+	h.e[0] = hent{k1: k1, k2: k2, idx: int32(i)}
+	h.down(0)
+	return x
+}
+
 // reset empties the heap without freeing its storage.
 func (h *dheap) reset() {
 	for _, x := range h.e {
@@ -135,30 +149,58 @@ func (h *dheap) up(j int) {
 	h.pos[x.idx] = int32(j)
 }
 
+// down moves the entry at j towards the leaves. It is Floyd's bottom-up
+// sift: the hole descends along the smaller children to a leaf without
+// comparing against the entry (which in these heaps usually belongs near
+// the bottom: a member just picked), then the entry climbs back from there.
+// The result is the same slot a top-down sift finds, with one comparison
+// per level fewer; full groups of four children are compared without
+// bounds checks.
 func (h *dheap) down(j int) {
-	n := len(h.e)
-	x := h.e[j]
+	e, pos := h.e, h.pos
+	n := len(e)
+	x := e[j]
+	top := j
 	for {
 		c := arity*j + 1
-		if c >= n {
-			break
-		}
 		m := c
-		end := min(c+arity, n)
-		for k := c + 1; k < end; k++ {
-			if h.e[k].less(&h.e[m]) {
-				m = k
+		if c+arity <= n {
+			g := e[c : c+arity : c+arity]
+			a, b := 0, 2
+			if g[1].less(&g[0]) {
+				a = 1
 			}
-		}
-		if !h.e[m].less(&x) {
+			if g[3].less(&g[2]) {
+				b = 3
+			}
+			if g[b].less(&g[a]) {
+				a = b
+			}
+			m = c + a
+		} else if c < n {
+			for k := c + 1; k < n; k++ {
+				if e[k].less(&e[m]) {
+					m = k
+				}
+			}
+		} else {
 			break
 		}
-		h.e[j] = h.e[m]
-		h.pos[h.e[j].idx] = int32(j)
+		e[j] = e[m]
+		pos[e[j].idx] = int32(j)
 		j = m
 	}
-	h.e[j] = x
-	h.pos[x.idx] = int32(j)
+	for j > top {
+		p := (j - 1) / arity
+		if !x.less(&e[p]) {
+			break
+		}
+		e[j] = e[p]
+		pos[e[j].idx] = int32(j)
+		j = p
+	}
+	e[j] = x
+	pos[x.idx] = int32(j)
 }
 
 // check verifies the heap order and the position map; tests call it.

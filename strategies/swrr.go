@@ -101,9 +101,17 @@ func (s *SWRR) Pick(uint64) int {
 	e := &s.ent[i]
 	e.advance()
 	s.t++
-	if e.start <= s.t {
+	switch {
+	case e.start <= s.t:
 		s.elig.set(i, e.end(), e.start)
-	} else {
+	case s.wait.len() > 0 && s.wait.top().k1 <= s.t:
+		// The next pick would open the first waiting window: do it now and
+		// swap the two members across the heaps, one sift each, instead of
+		// a pop and a push on both heaps.
+		j := s.wait.replaceTop(i, e.start, 0).idx
+		f := &s.ent[j]
+		s.elig.replaceTop(int(j), f.end(), f.start)
+	default:
 		s.elig.pop()
 		s.wait.push(i, e.start, 0)
 	}

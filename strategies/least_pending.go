@@ -1,7 +1,8 @@
 package strategies
 
 import (
-	"container/heap"
+	"cmp"
+	"slices"
 	"time"
 )
 
@@ -14,19 +15,35 @@ func init() {
 // wins). Pick counts the request pending on the member until Done. Weights
 // only gate membership: weight 0 drains a member.
 //
+// The heap is a 4-ary indexed heap keyed by one word, pending count above
+// the tick of the member's last pick, so a comparison is one instruction
+// and a pick sinks its member with three comparisons a level (bottom-up).
+// Ticks are distinct, so the order is total; when they run out of their 40
+// bits they are renumbered by rank, which keeps the order. Pending counts
+// above 2^24−1 compare as equal (ties then go round-robin).
+//
 // Pick and Done cost O(log n) and allocate nothing. Not safe for concurrent
 // use.
 type LeastPending struct {
 	members
 	ent  []lpEntry
-	h    lpHeap
+	h    kheap
 	tick uint64
 }
 
 type lpEntry struct {
 	pending int
 	last    uint64 // tick of the member's last pick: the round-robin tie-break
-	pos     int    // position in the heap, -1 when not in it
+}
+
+const (
+	lpTickBits   = 40
+	lpMaxTick    = 1<<lpTickBits - 1
+	lpMaxPending = 1<<(64-lpTickBits) - 1
+)
+
+func (e *lpEntry) key() uint64 {
+	return uint64(min(e.pending, lpMaxPending))<<lpTickBits | e.last
 }
 
 var _ Dynamic = (*LeastPending)(nil)
@@ -39,30 +56,33 @@ func NewLeastPending(weights []int, _ ...Option) (*LeastPending, error) {
 		return nil, err
 	}
 	s := &LeastPending{members: m, ent: make([]lpEntry, len(weights))}
-	s.h.s = s
+	s.h.e = make([]kent, 0, len(weights))
 	for i := range s.ent {
-		s.ent[i].pos = -1
 		// Start ties in index order: member 0 first.
 		s.ent[i].last = uint64(i)
 		if m.weight[i] > 0 {
-			s.ent[i].pos = len(s.h.idx)
-			s.h.idx = append(s.h.idx, i)
+			s.h.e = append(s.h.e, kent{key: s.ent[i].key(), idx: int32(i)})
 		}
 	}
+	s.h.grow(len(weights) - 1)
+	s.h.init()
 	s.tick = uint64(len(weights))
-	heap.Init(&s.h)
 	return s, nil
 }
 
 // Pick returns the member with the fewest pending requests and counts one
 // more pending on it.
 func (s *LeastPending) Pick(uint64) int {
-	i := s.h.idx[0]
+	if s.tick >= lpMaxTick {
+		s.renumber()
+	}
+	i := int(s.h.e[0].idx)
 	e := &s.ent[i]
 	e.pending++
 	s.tick++
 	e.last = s.tick
-	heap.Fix(&s.h, 0)
+	s.h.e[0].key = e.key()
+	s.h.down(0)
 	return i
 }
 
@@ -73,8 +93,8 @@ func (s *LeastPending) Done(i int, _ time.Duration) {
 	}
 	e := &s.ent[i]
 	e.pending--
-	if e.pos >= 0 {
-		heap.Fix(&s.h, e.pos)
+	if s.h.has(i) {
+		s.h.set(i, e.key())
 	}
 }
 
@@ -93,8 +113,11 @@ func (s *LeastPending) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s.tick >= lpMaxTick {
+		s.renumber()
+	}
 	s.tick++
-	s.ent = append(s.ent, lpEntry{last: s.tick, pos: -1})
+	s.ent = append(s.ent, lpEntry{last: s.tick})
 	s.sync(i)
 	return i, nil
 }
@@ -120,45 +143,30 @@ func (s *LeastPending) SetWeight(i, weight int) error {
 
 // sync puts member i in the heap or takes it out to match eligibility.
 func (s *LeastPending) sync(i int) {
-	e := &s.ent[i]
-	switch in := e.pos >= 0; {
+	switch in := s.h.has(i); {
 	case s.eligible(i) && !in:
-		heap.Push(&s.h, i)
+		s.h.push(i, s.ent[i].key())
 	case !s.eligible(i) && in:
-		heap.Remove(&s.h, e.pos)
+		s.h.remove(i)
 	}
 }
 
-// lpHeap is an indexed min-heap of member indices ordered by (pending, last),
-// with each member's position kept in its entry, as in container/heap's
-// priority-queue example.
-type lpHeap struct {
-	idx []int
-	s   *LeastPending
+// renumber replaces every tick by its rank among all members' ticks, once
+// in 2^40 picks: the order, and so the heap, stays as it was.
+func (s *LeastPending) renumber() {
+	idx := make([]int, len(s.ent))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(s.ent[a].last, s.ent[b].last) })
+	for r, i := range idx {
+		s.ent[i].last = uint64(r)
+	}
+	for j := range s.h.e {
+		s.h.e[j].key = s.ent[s.h.e[j].idx].key()
+	}
+	s.tick = uint64(len(s.ent))
 }
 
-func (h *lpHeap) Len() int { return len(h.idx) }
-func (h *lpHeap) Less(a, b int) bool {
-	ea, eb := &h.s.ent[h.idx[a]], &h.s.ent[h.idx[b]]
-	if ea.pending != eb.pending {
-		return ea.pending < eb.pending
-	}
-	return ea.last < eb.last
-}
-func (h *lpHeap) Swap(a, b int) {
-	h.idx[a], h.idx[b] = h.idx[b], h.idx[a]
-	h.s.ent[h.idx[a]].pos = a
-	h.s.ent[h.idx[b]].pos = b
-}
-func (h *lpHeap) Push(x any) {
-	i := x.(int)
-	h.s.ent[i].pos = len(h.idx)
-	h.idx = append(h.idx, i)
-}
-func (h *lpHeap) Pop() any {
-	n := len(h.idx) - 1
-	i := h.idx[n]
-	h.idx = h.idx[:n]
-	h.s.ent[i].pos = -1
-	return i
-}
+// check verifies the heap; tests call it.
+func (s *LeastPending) check() error { return s.h.check() }

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"time"
 )
@@ -32,52 +33,42 @@ type IWRR struct {
 	rngStart bool
 }
 
-// iring is a FIFO of member indices in a ring buffer.
+// iring is a FIFO of member indices in a ring buffer whose length is a
+// power of two, so a slot is head&mask; head only grows (it may wrap).
 type iring struct {
 	buf     []int32
 	head, n int
 }
 
-func (r *iring) pop() int32 {
-	x := r.buf[r.head]
-	r.head++
-	if r.head == len(r.buf) {
-		r.head = 0
-	}
-	r.n--
-	return x
+func newIRing(c int) iring {
+	return iring{buf: make([]int32, 1<<bits.Len(uint(max(c, 1)-1)))}
 }
 
+func (r *iring) at(j int) *int32 { return &r.buf[(r.head+j)&(len(r.buf)-1)] }
+
 func (r *iring) push(x int32) {
-	j := r.head + r.n
-	if j >= len(r.buf) {
-		j -= len(r.buf)
-	}
-	r.buf[j] = x
+	*r.at(r.n) = x
 	r.n++
 }
 
 func (r *iring) holds(x int32) bool {
 	for j := 0; j < r.n; j++ {
-		if r.buf[(r.head+j)%len(r.buf)] == x {
+		if *r.at(j) == x {
 			return true
 		}
 	}
 	return false
 }
 
-// filter keeps the members keep accepts, in order, with capacity c.
+// filter keeps the members keep accepts, in order, with room for c.
 func (r *iring) filter(c int, keep func(int32) bool) {
-	out := make([]int32, c)
-	k := 0
+	out := newIRing(c)
 	for j := 0; j < r.n; j++ {
-		x := r.buf[(r.head+j)%len(r.buf)]
-		if keep(x) {
-			out[k] = x
-			k++
+		if x := *r.at(j); keep(x) {
+			out.push(x)
 		}
 	}
-	r.buf, r.head, r.n = out, 0, k
+	*r = out
 }
 
 var _ Dynamic = (*IWRR)(nil)
@@ -92,8 +83,7 @@ func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
 	}
 	n := len(weights)
 	s := &IWRR{members: m, rem: make([]int32, n)}
-	s.q[0].buf = make([]int32, n)
-	s.q[1].buf = make([]int32, n)
+	s.q[0], s.q[1] = newIRing(n), newIRing(n)
 	off := 0
 	if c := newConfig(opts); c.randomStart {
 		off = rand.New(rand.NewPCG(c.seed, 0x9e3779b97f4a7c15)).IntN(n)
@@ -109,20 +99,26 @@ func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
 	return s, nil
 }
 
-// Pick returns the next member with credit left in this cycle.
+// Pick returns the next member with credit left in this cycle. A member
+// that keeps credit goes from the head of the ring to its tail, which is
+// one store; one that runs out moves to the other ring.
 func (s *IWRR) Pick(uint64) int {
-	cur := &s.q[s.cur]
-	if cur.n == 0 {
-		s.cur ^= 1
-		cur = &s.q[s.cur]
+	c := s.cur
+	if s.q[c].n == 0 {
+		c ^= 1
+		s.cur = c
 	}
-	i := cur.pop()
-	s.rem[i] -= s.gcd
-	if s.rem[i] > 0 {
-		cur.push(i)
+	q := &s.q[c]
+	i := *q.at(0)
+	q.head++
+	r := s.rem[i] - s.gcd
+	if r > 0 {
+		s.rem[i] = r
+		*q.at(q.n - 1) = i
 	} else {
 		s.rem[i] = int32(s.weight[i])
-		s.q[s.cur^1].push(i)
+		q.n--
+		s.q[c^1].push(i)
 	}
 	return int(i)
 }

@@ -2,8 +2,9 @@ package strategies
 
 // kheap is an indexed 4-ary min-heap of members keyed by one uint64, for
 // strategies that can pack their whole order into one word (least-pending:
-// pending count above the tick of the last pick). Keys must be distinct, so
-// no tie-break is needed and a comparison is one instruction. An entry is
+// pending count above the tick of the last pick; swrr's waiting members by
+// window start). There is no tie-break: a strategy that needs a total order
+// makes its keys distinct, and a comparison is one instruction. An entry is
 // 16 bytes, so the four children of a slot share one 64-byte line.
 type kheap struct {
 	e   []kent
@@ -66,11 +67,40 @@ func (h *kheap) remove(i int) {
 	}
 }
 
+// replaceTop removes the minimum and adds member i (not in the heap) in one
+// sift; it returns the old minimum.
+func (h *kheap) replaceTop(i int, key uint64) kent {
+	x := h.e[0]
+	h.pos[x.idx] = -1
+	h.grow(i)
+	h.e[0] = kent{key: key, idx: int32(i)}
+	h.down(0)
+	return x
+}
+
+// pop removes and returns the minimum.
+func (h *kheap) pop() kent {
+	x := h.e[0]
+	h.remove(int(x.idx))
+	return x
+}
+
+// reset empties the heap without freeing its storage.
+func (h *kheap) reset() {
+	for _, x := range h.e {
+		h.pos[x.idx] = -1
+	}
+	h.e = h.e[:0]
+}
+
 // init restores the heap order over h.e in O(n), after a bulk load.
 func (h *kheap) init() {
 	for j, x := range h.e {
 		h.grow(int(x.idx))
 		h.pos[x.idx] = int32(j)
+	}
+	if len(h.e) < 2 {
+		return
 	}
 	for j := (len(h.e) - 2) / arity; j >= 0; j-- {
 		h.down(j)
@@ -145,8 +175,8 @@ func (h *kheap) down(j int) {
 // check verifies the heap order and the position map; tests call it.
 func (h *kheap) check() error {
 	for j := range h.e {
-		if p := (j - 1) / arity; j > 0 && h.e[j].key <= h.e[p].key {
-			return errHeap("order broken (or keys not distinct) at slot", j)
+		if p := (j - 1) / arity; j > 0 && h.e[j].key < h.e[p].key {
+			return errHeap("order broken at slot", j)
 		}
 		if int(h.pos[h.e[j].idx]) != j {
 			return errHeap("position map wrong at slot", j)

@@ -36,7 +36,7 @@ type SWRR struct {
 	members
 	ent  []swrrEnt
 	elig dheap // eligible members by (window end, window start)
-	wait dheap // members whose next window has not opened, by window start
+	wait kheap // members whose next window has not opened, by window start
 	t    uint64
 	sumW uint64 // the W the windows were computed with
 	on   []bool // member has a window (is in one of the heaps)
@@ -85,7 +85,7 @@ func NewSWRR(weights []int, _ ...Option) (*SWRR, error) {
 // Pick returns the eligible member whose window ends first.
 func (s *SWRR) Pick(uint64) int {
 	for {
-		for s.wait.len() > 0 && s.wait.top().k1 <= s.t {
+		for s.wait.len() > 0 && s.wait.e[0].key <= s.t {
 			x := s.wait.pop()
 			e := &s.ent[x.idx]
 			s.elig.push(int(x.idx), e.end(), e.start)
@@ -95,7 +95,7 @@ func (s *SWRR) Pick(uint64) int {
 		}
 		// Only after a membership change can every window be closed: skip
 		// the idle slots rather than return a member early.
-		s.t = s.wait.top().k1
+		s.t = s.wait.e[0].key
 	}
 	i := int(s.elig.top().idx)
 	e := &s.ent[i]
@@ -104,16 +104,16 @@ func (s *SWRR) Pick(uint64) int {
 	switch {
 	case e.start <= s.t:
 		s.elig.set(i, e.end(), e.start)
-	case s.wait.len() > 0 && s.wait.top().k1 <= s.t:
+	case s.wait.len() > 0 && s.wait.e[0].key <= s.t:
 		// The next pick would open the first waiting window: do it now and
 		// swap the two members across the heaps, one sift each, instead of
 		// a pop and a push on both heaps.
-		j := s.wait.replaceTop(i, e.start, 0).idx
+		j := s.wait.replaceTop(i, e.start).idx
 		f := &s.ent[j]
 		s.elig.replaceTop(int(j), f.end(), f.start)
 	default:
 		s.elig.pop()
-		s.wait.push(i, e.start, 0)
+		s.wait.push(i, e.start)
 	}
 	return i
 }
@@ -167,7 +167,7 @@ func (s *SWRR) rewindow() {
 	// picks never grow them.
 	if cap(s.wait.e) < len(s.weight) {
 		s.elig.e = make([]hent, 0, len(s.weight))
-		s.wait.e = make([]hent, 0, len(s.weight))
+		s.wait.e = make([]kent, 0, len(s.weight))
 	}
 	s.elig.grow(len(s.weight) - 1)
 	s.wait.grow(len(s.weight) - 1)
@@ -193,7 +193,7 @@ func (s *SWRR) rewindow() {
 		if e.start <= s.t {
 			s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
 		} else {
-			s.wait.e = append(s.wait.e, hent{k1: e.start, idx: int32(i)})
+			s.wait.e = append(s.wait.e, kent{key: e.start, idx: int32(i)})
 		}
 	}
 	s.elig.init()

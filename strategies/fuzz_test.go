@@ -122,3 +122,33 @@ func TestLeastPendingTicksRenumbered(t *testing.T) {
 	}
 	require.Less(t, b.tick, off, "never renumbered")
 }
+
+// TestLeastRequestsClockRebased starts least-requests with its virtual
+// clock close enough to 2^64 that 400 picks would wrap it: the clock must
+// be moved back and the picks stay in smooth weighted order (a wrapped
+// start would win every tie).
+func TestLeastRequestsClockRebased(t *testing.T) {
+	s, err := NewLeastRequests([]int{1, 1, 2})
+	require.NoError(t, err)
+	off := uint64(1<<64 - 1 - 100<<40) // 400 picks would wrap 2^64
+	for i := range s.ent {
+		s.ent[i].start += off
+	}
+	s.vt += off
+	for j := range s.h.e {
+		x := &s.h.e[j]
+		x.k1, x.k2 = s.ent[x.idx].keys()
+	}
+	s.h.init()
+	counts := make([]int, 3)
+	for k := range 400 {
+		i := s.Pick(0)
+		counts[i]++
+		s.Done(i, 0)
+		require.NoError(t, s.check())
+		if (k+1)%4 == 0 {
+			require.Equal(t, []int{(k + 1) / 4, (k + 1) / 4, (k + 1) / 2}, counts, "after %d picks", k+1)
+		}
+	}
+	require.Less(t, s.vt, off, "never rebased")
+}

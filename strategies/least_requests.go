@@ -79,6 +79,9 @@ func (e *lrEnt) keys() (uint64, uint64) {
 // Pick returns the member with the lowest pending/weight and counts one more
 // pending on it.
 func (s *LeastRequests) Pick(uint64) int {
+	if s.vt >= lrRebaseAt {
+		s.rebase()
+	}
 	i := int(s.h.top().idx)
 	e := &s.ent[i]
 	e.pending++
@@ -112,6 +115,30 @@ func (s *LeastRequests) catchUp(e *lrEnt) uint64 {
 		return floor
 	}
 	return e.start
+}
+
+// lrRebaseAt is where the virtual clock is moved back: it advances by up to
+// 2^40 a pick, so without it a member's start would wrap 2^64 after about
+// 2^24 picks of weight-1 members, and the wrapped member would take every
+// tie.
+const lrRebaseAt = 1 << 62
+
+// rebase moves the virtual clock and every start back by the same amount,
+// keeping starts within 2^42 of the clock; a start further behind is
+// raised, which catchUp would do at the member's next pick anyway (only
+// their order among themselves may change, once in about 2^22 picks).
+func (s *LeastRequests) rebase() {
+	d := s.vt - 1<<42
+	for i := range s.ent {
+		e := &s.ent[i]
+		e.start = max(e.start, d) - d
+	}
+	s.vt -= d
+	for j := range s.h.e {
+		x := &s.h.e[j]
+		x.k1, x.k2 = s.ent[x.idx].keys()
+	}
+	s.h.init()
 }
 
 // Pending returns member i's pending count as the strategy sees it.

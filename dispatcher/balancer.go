@@ -30,6 +30,10 @@ type balancer[R any] struct {
 	held  *request[R] // picked for a full worker, sent when it has room
 	heldW int
 
+	// dirty lists the workers given requests not yet published to them:
+	// a turn publishes each worker's ring once, not once per request.
+	dirty []int
+
 	closing, abandonDone bool
 
 	dispatched, completed, stalls int64
@@ -47,6 +51,7 @@ type slot struct {
 	doneSeen uint64        // the worker's Done() when last reaped
 	busySeen time.Duration // its Busy() then
 	per      time.Duration // the last mean duration per task, for Done
+	dirty    bool          // in balancer.dirty
 }
 
 func (b *balancer[R]) init(s strategies.Strategy, p *pool.Pool[*request[R]], depth int, weights []int) {
@@ -90,6 +95,7 @@ func (d *Dispatcher[R]) balance() {
 		}
 		progress := d.reap()
 		progress = d.drain() || progress
+		d.publish()
 
 		in := &d.in
 		in.mu.Lock()
@@ -242,11 +248,16 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 }
 
 // send never blocks: the worker's ring holds depth items and at most depth
-// are counted against it.
+// are counted against it. The request reaches the worker at the turn's
+// publish.
 func (d *Dispatcher[R]) send(i int, r *request[R]) {
 	b := &d.b
 	s := &b.w[i]
-	b.pool.Worker(i).Push(r)
+	b.pool.Worker(i).Put(r)
+	if !s.dirty {
+		s.dirty = true
+		b.dirty = append(b.dirty, i)
+	}
 	b.sent++
 	b.pend.add(s.pending, 1)
 	s.pending++
@@ -259,6 +270,16 @@ func (d *Dispatcher[R]) send(i int, r *request[R]) {
 		b.room--
 	}
 	b.pend.sample(b.live)
+}
+
+// publish makes the requests sent this turn visible to their workers.
+func (d *Dispatcher[R]) publish() {
+	b := &d.b
+	for _, i := range b.dirty {
+		b.w[i].dirty = false
+		b.pool.Worker(i).Publish()
+	}
+	b.dirty = b.dirty[:0]
 }
 
 // complete counts n requests of worker i as done.

@@ -50,37 +50,45 @@ type Config[T any] struct {
 // its busy time: the clock is read once per run of items, not per item.
 const flushEvery = 64
 
+// pad keeps groups of fields written by different goroutines on different
+// cache lines: 64 bytes between groups, whatever the struct's alignment.
+type pad [64]byte
+
 // Worker is one worker: its ring and its run loop. Create it with New,
 // start it with Start, stop it with Close (after running what is queued).
 //
-// Push, Close and the counters are for one producer goroutine; the rest of
-// the state belongs to the worker goroutine.
+// Put, Publish, Push, TryTake and Close are for one producer goroutine;
+// Wake and the counters may be used from any goroutine; the rest belongs to
+// the worker goroutine.
 type Worker[T any] struct {
-	cfg  Config[T]
-	ring []T
-	mask uint64
+	cfg      Config[T]
+	ring     []T
+	mask     uint64
+	wake     chan struct{} // capacity 1: a token per successful wake
+	stopped  chan struct{}
+	count    func() // w.finish as a value, made once: no allocation per item
+	replaced atomic.Int64
 
-	// Producer side, on its own cache line: the worker reads it, only the
-	// producer writes it.
-	_    [64]byte
-	tail atomic.Uint64 // items pushed
-	_    [56]byte
-
-	// Worker side.
-	done     atomic.Uint64 // items finished (answered)
-	busy     atomic.Int64  // nanoseconds spent running them, published per run
+	// Written by the producer, read by the worker once per run of items.
+	_        pad
+	tail     atomic.Uint64 // items published
+	put      uint64        // items written, published or not; producer only
 	sleeping atomic.Bool   // the worker is, or is about to be, blocked on wake
 	closed   atomic.Bool
-	_        [40]byte
 
-	head     atomic.Uint64 // next slot to take; claimed by CAS (see TryTake)
-	ran      int    // items since the busy time was last published
-	counted  bool   // the current item has been counted
-	count    func() // w.finish as a value, made once: no allocation per item
-	start    time.Time
-	wake     chan struct{} // capacity 1: a token per successful wake
-	replaced atomic.Int64
-	stopped  chan struct{}
+	// Written by the worker per item, read by the producer when it reaps.
+	_    pad
+	done atomic.Uint64 // items finished (answered)
+	busy atomic.Int64  // nanoseconds spent running them, published per run
+
+	// The worker's own; the producer touches head only in TryTake.
+	_       pad
+	head    atomic.Uint64 // next slot to take; claimed by CAS (see TryTake)
+	seen    uint64        // tail as last loaded: items up to it need no load
+	ran     int           // items since the busy time was last published
+	counted bool          // the current item has been counted
+	start   time.Time
+	_       pad
 }
 
 // New returns a worker whose ring holds cfg.Depth items (at least 1).
@@ -103,18 +111,33 @@ func New[T any](cfg Config[T]) *Worker[T] {
 	return w
 }
 
-// Push queues item. The producer must keep pushed − Done() < Depth before
-// each push (so it never overwrites an item the worker has not taken) and
-// must not push after Close. Push never blocks.
-func (w *Worker[T]) Push(item T) {
-	t := w.tail.Load() // only this goroutine writes tail
-	w.ring[t&w.mask] = item
-	w.tail.Store(t + 1) // publishes the slot to the worker
-	w.Wake()
+// Put writes item to the ring without publishing it: the worker sees it
+// at the next Publish. Batching the publication saves a cache-line transfer
+// per item. The producer must keep written − Done() < Depth before each
+// Put (so it never overwrites an item not yet taken) and must not Put
+// after Close. Put never blocks.
+func (w *Worker[T]) Put(item T) {
+	w.ring[w.put&w.mask] = item
+	w.put++
 }
 
-// Pushed returns how many items were pushed. Producer only.
-func (w *Worker[T]) Pushed() uint64 { return w.tail.Load() }
+// Publish makes every item Put so far visible to the worker and wakes it
+// if it sleeps.
+func (w *Worker[T]) Publish() {
+	if w.tail.Load() != w.put { // only this goroutine writes tail
+		w.tail.Store(w.put)
+		w.Wake()
+	}
+}
+
+// Push is Put then Publish.
+func (w *Worker[T]) Push(item T) {
+	w.Put(item)
+	w.Publish()
+}
+
+// Pushed returns how many items were written. Producer only.
+func (w *Worker[T]) Pushed() uint64 { return w.put }
 
 // Done returns how many items the worker has finished. An item counted here
 // has been answered and its ring slot released.
@@ -150,6 +173,10 @@ func (w *Worker[T]) Replaced() int64 { return w.replaced.Load() }
 // only; safe while the loop runs: the worker and TryTake both claim a slot
 // with a CompareAndSwap on head, so each item is taken once. An item taken
 // here is not counted by Done: the producer accounts for it itself.
+//
+// TryTake is for giving up: once it has taken an item the producer must
+// not Put again, because Done no longer says which slots the worker has
+// finished reading (it finishes items in order only among its own).
 func (w *Worker[T]) TryTake() (item T, ok bool) {
 	for {
 		h := w.head.Load()
@@ -178,7 +205,11 @@ func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 func (w *Worker[T]) loop() {
 	for {
 		h := w.head.Load()
-		if h == w.tail.Load() {
+		// TryTake may have moved head past seen: >=, not ==.
+		if h >= w.seen {
+			w.seen = w.tail.Load()
+		}
+		if h >= w.seen {
 			w.publishBusy()
 			if !w.sleep() {
 				close(w.stopped)

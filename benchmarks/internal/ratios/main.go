@@ -15,7 +15,7 @@ import (
 )
 
 // metrics shown, in order; others are ignored.
-var metrics = []string{"ns/op", "cpu-ns/op", "p99.9-cycle-us", "p99-us", "allocs/op"}
+var metrics = []string{"ns/op", "cpu-ns/op", "p99.9-cycle-us", "p99-us", "p50-us", "max-cycle-us", "allocs/op"}
 
 // key is one benchmark case (the name without impl= and -procs) and metric.
 type key struct{ bench, metric string }

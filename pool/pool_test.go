@@ -1,0 +1,141 @@
+package pool_test
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/gobalancer/balancer/pool"
+	"github.com/gobalancer/balancer/worker"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newPool starts n workers of ints that add each item to sum (an item of -1
+// calls runtime.Goexit).
+func newPool(n int, sum *atomic.Int64) *pool.Pool[int] {
+	return pool.New(n, worker.Config[int]{
+		Depth: 4,
+		Run: func(item int, count func()) {
+			if item == -1 {
+				runtime.Goexit()
+			}
+			sum.Add(int64(item))
+			count()
+		},
+		Panicked: func(int, any, []byte) {},
+		Exited:   func(int) {},
+	})
+}
+
+// waitBounded runs Wait and fails the test if it does not return in time.
+func waitBounded(t *testing.T, p *pool.Pool[int]) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { p.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pool.Wait did not return within 10s")
+	}
+}
+
+// TestAddRemove: indices are handed out in order and never reused; a
+// removed worker is not live and cannot be removed again.
+func TestAddRemove(t *testing.T) {
+	var sum atomic.Int64
+	p := newPool(3, &sum)
+	require.Equal(t, 3, p.Len())
+	for i := range 3 {
+		require.True(t, p.Live(i))
+	}
+	require.False(t, p.Live(-1))
+	require.False(t, p.Live(3))
+
+	require.NoError(t, p.Remove(1))
+	require.False(t, p.Live(1))
+	require.Error(t, p.Remove(1), "removed twice")
+	require.Error(t, p.Remove(7), "no such worker")
+	require.Equal(t, 3, p.Add(), "a removed index is not reused")
+	require.Equal(t, 4, p.Add())
+	require.Equal(t, 5, p.Len())
+	require.True(t, p.Live(3))
+	require.False(t, p.Live(1))
+
+	p.Stop()
+	for i := range p.Len() {
+		require.False(t, p.Live(i))
+	}
+	waitBounded(t, p)
+}
+
+// TestStopRunsQueued: items pushed before Stop all run; Wait returns once
+// every worker goroutine, replacements included, has exited.
+func TestStopRunsQueued(t *testing.T) {
+	var sum atomic.Int64
+	p := newPool(4, &sum)
+	want := int64(0)
+	for i := range p.Len() {
+		w := p.Worker(i)
+		w.Push(-1) // a Goexit: the worker's goroutine is replaced
+		for k := range 3 {
+			w.Push(k + 1)
+			want += int64(k + 1)
+		}
+	}
+	require.NoError(t, p.Remove(2)) // a removed worker also runs its queue
+	p.Stop()
+	waitBounded(t, p)
+	require.Equal(t, want, sum.Load())
+	require.Equal(t, int64(4), p.Replaced())
+	for i := range p.Len() {
+		require.Equal(t, uint64(4), p.Worker(i).Done())
+		select {
+		case <-p.Worker(i).Stopped():
+		default:
+			t.Fatalf("worker %d not stopped after Wait", i)
+		}
+	}
+}
+
+// TestTryTake: an item taken back is not run and not counted by the worker.
+func TestTryTake(t *testing.T) {
+	var sum atomic.Int64
+	gate := make(chan struct{})
+	p := pool.New(1, worker.Config[int]{
+		Depth:    4,
+		Run:      func(item int, count func()) { <-gate; sum.Add(int64(item)); count() },
+		Panicked: func(int, any, []byte) {},
+		Exited:   func(int) {},
+	})
+	w := p.Worker(0)
+	w.Push(1)
+	require.Eventually(t, func() bool { return w.Pushed() == 1 }, time.Second, time.Millisecond)
+	w.Push(10)
+	w.Push(100)
+	taken, takenItems := 0, 0
+	deadline := time.Now().Add(10 * time.Second)
+	// The worker holds item 1 (blocked on gate) or has not taken it yet;
+	// TryTake gets whatever is still queued.
+	for {
+		item, ok := p.TryTake(0)
+		if !ok {
+			break
+		}
+		taken += item
+		takenItems++
+		require.True(t, time.Now().Before(deadline))
+	}
+	close(gate)
+	p.Stop()
+	waitBounded(t, p)
+	require.Equal(t, int64(111), sum.Load()+int64(taken), "each item run or taken, once")
+	require.Equal(t, uint64(3-takenItems), w.Done(), "the worker counts only what it ran")
+	require.Positive(t, takenItems, "items queued behind a blocked item can be taken back")
+	_, ok := p.TryTake(0)
+	require.False(t, ok)
+}

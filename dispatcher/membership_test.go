@@ -234,5 +234,5 @@ func TestNotDynamic(t *testing.T) {
 // fixedStrategy always picks the same index, valid or not.
 type fixedStrategy struct{ pick int }
 
-func (s *fixedStrategy) Pick(uint64) int           { return s.pick }
+func (s *fixedStrategy) Pick(uint64) int         { return s.pick }
 func (s *fixedStrategy) Done(int, time.Duration) {}

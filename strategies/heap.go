@@ -30,11 +30,14 @@ const arity = 4
 // less compares (k1, k2, idx) as one 192-bit number: a subtract-with-borrow
 // chain, so no branch to mispredict when keys tie on k1 (and in these heaps
 // they mostly do: equal weights, equal pending counts).
-func (a *hent) less(b *hent) bool {
+func (a *hent) less(b *hent) bool { return a.lessBit(b) != 0 }
+
+// lessBit is less as 1 or 0, for selecting without a branch.
+func (a *hent) lessBit(b *hent) uint64 {
 	_, c := bits.Sub64(uint64(uint32(a.idx)), uint64(uint32(b.idx)), 0)
 	_, c = bits.Sub64(a.k2, b.k2, c)
 	_, c = bits.Sub64(a.k1, b.k1, c)
-	return c != 0
+	return c
 }
 
 func (h *dheap) len() int { return len(h.e) }
@@ -166,18 +169,13 @@ func (h *dheap) down(j int) {
 		c := arity*j + 1
 		m := c
 		if c+arity <= n {
+			// The smallest of four without a branch: the order of the
+			// children is data, and a branch on it mispredicts often.
 			g := e[c : c+arity : c+arity]
-			a, b := 0, 2
-			if g[1].less(&g[0]) {
-				a = 1
-			}
-			if g[3].less(&g[2]) {
-				b = 3
-			}
-			if g[b].less(&g[a]) {
-				a = b
-			}
-			m = c + a
+			a := g[1].lessBit(&g[0])
+			b := 2 | g[3].lessBit(&g[2])
+			a ^= (a ^ b) & -g[b&3].lessBit(&g[a&3])
+			m = c + int(a)
 		} else if c < n {
 			for k := c + 1; k < n; k++ {
 				if e[k].less(&e[m]) {

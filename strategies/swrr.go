@@ -35,11 +35,17 @@ func init() {
 type SWRR struct {
 	members
 	ent  []swrrEnt
-	elig dheap // eligible members by (window end, window start)
+	pk   kheap // eligible members by one packed word (see key)
+	elig dheap // eligible members by (window end, window start): wide path
 	wait kheap // members whose next window has not opened, by window start
 	t    uint64
 	sumW uint64 // the W the windows were computed with
 	on   []bool // member has a window (is in one of the heaps)
+	wide bool   // keys do not fit one word: elig is used instead of pk
+
+	base, rebaseAt   uint64 // ends are keyed relative to base; see rebase
+	endShift, idxBit uint8
+	lenMax           uint64
 }
 
 // swrrEnt is member i's current window: it opens at start and ends at
@@ -78,41 +84,46 @@ func NewSWRR(weights []int, _ ...Option) (*SWRR, error) {
 		return nil, err
 	}
 	s := &SWRR{members: m}
+	s.pk.cmov, s.wait.cmov = true, true
 	s.rewindow()
 	return s, nil
 }
 
 // Pick returns the eligible member whose window ends first.
 func (s *SWRR) Pick(uint64) int {
+	if s.wide || (s.t >= s.rebaseAt && !s.rebase()) {
+		return s.pickWide()
+	}
 	for {
 		for s.wait.len() > 0 && s.wait.e[0].key <= s.t {
 			x := s.wait.pop()
-			e := &s.ent[x.idx]
-			s.elig.push(int(x.idx), e.end(), e.start)
+			s.pk.push(int(x.idx), s.key(int(x.idx)))
 		}
-		if s.elig.len() > 0 {
+		if s.pk.len() > 0 {
 			break
 		}
 		// Only after a membership change can every window be closed: skip
-		// the idle slots rather than return a member early.
+		// the idle slots rather than return a member early. No key is
+		// held, so the base moves with the clock.
 		s.t = s.wait.e[0].key
+		s.setBase(s.t)
 	}
-	i := int(s.elig.top().idx)
+	i := int(s.pk.e[0].idx)
 	e := &s.ent[i]
 	e.advance()
 	s.t++
 	switch {
 	case e.start <= s.t:
-		s.elig.set(i, e.end(), e.start)
+		s.pk.e[0].key = s.key(i) // a later end: the key only grows
+		s.pk.down(0)
 	case s.wait.len() > 0 && s.wait.e[0].key <= s.t:
 		// The next pick would open the first waiting window: do it now and
 		// swap the two members across the heaps, one sift each, instead of
 		// a pop and a push on both heaps.
-		j := s.wait.replaceTop(i, e.start).idx
-		f := &s.ent[j]
-		s.elig.replaceTop(int(j), f.end(), f.start)
+		j := int(s.wait.replaceTop(i, e.start).idx)
+		s.pk.replaceTop(j, s.key(j))
 	default:
-		s.elig.pop()
+		s.pk.pop()
 		s.wait.push(i, e.start)
 	}
 	return i
@@ -161,16 +172,20 @@ func (s *SWRR) rewindow() {
 		s.ent = append(s.ent, swrrEnt{})
 		s.on = append(s.on, false)
 	}
+	s.pk.reset()
 	s.elig.reset()
 	s.wait.reset()
-	// Either heap may come to hold every member: size them now so that
-	// picks never grow them.
-	if cap(s.wait.e) < len(s.weight) {
-		s.elig.e = make([]hent, 0, len(s.weight))
-		s.wait.e = make([]kent, 0, len(s.weight))
+	// Any heap may come to hold every member: size them now so that picks
+	// never grow them.
+	if n := len(s.weight); cap(s.wait.e) < n {
+		s.pk.e = makeKents(n)
+		s.elig.e = make([]hent, 0, n)
+		s.wait.e = makeKents(n)
 	}
+	s.pk.grow(len(s.weight) - 1)
 	s.elig.grow(len(s.weight) - 1)
 	s.wait.grow(len(s.weight) - 1)
+	base := s.t
 	for i := range s.weight {
 		if !s.eligible(i) {
 			s.on[i] = false
@@ -191,18 +206,37 @@ func (s *SWRR) rewindow() {
 		e.stepQ, e.stepR = newW/e.w, newW%e.w
 		e.endQ, e.endR = e.start+e.stepQ, e.stepR
 		if e.start <= s.t {
-			s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
+			base = min(base, e.end())
 		} else {
 			s.wait.e = append(s.wait.e, kent{key: e.start, idx: int32(i)})
 		}
 	}
+	s.sumW = newW
+	s.layout(base)
+	for i := range s.weight {
+		if e := &s.ent[i]; s.on[i] && e.start <= s.t {
+			if s.wide {
+				s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
+			} else {
+				s.pk.e = append(s.pk.e, kent{key: s.key(i), idx: int32(i)})
+			}
+		}
+	}
+	s.pk.init()
 	s.elig.init()
 	s.wait.init()
-	s.sumW = newW
 }
 
 // check verifies both heaps; tests call it.
 func (s *SWRR) check() error {
+	for _, x := range s.pk.e {
+		if x.key != s.key(int(x.idx)) {
+			return errHeap("packed key stale for member", int(x.idx))
+		}
+	}
+	if err := s.pk.check(); err != nil {
+		return err
+	}
 	if err := s.elig.check(); err != nil {
 		return err
 	}

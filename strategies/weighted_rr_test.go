@@ -260,3 +260,73 @@ func TestSWRRChangesStaySmooth(t *testing.T) {
 	assert.Less(t, MaxLag([]int{0, 1, 2, 10}, after), 2.0)
 	require.NoError(t, s.check())
 }
+
+// swrr's packed keys are rebased before they overflow, and go wide when
+// they cannot fit: rebasing at every pick, or picking from the wide heap
+// from the start, must not change a single pick, across membership changes.
+func TestSWRRRebaseAndWidePathsPickTheSame(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	for round := range 40 {
+		w := make([]int, 1+r.IntN(30))
+		for i := range w {
+			w[i] = r.IntN(50)
+		}
+		w[0]++
+		ref, err := NewSWRR(w)
+		require.NoError(t, err)
+		var alt [2]*SWRR
+		for k := range alt {
+			alt[k], err = NewSWRR(w)
+			require.NoError(t, err)
+		}
+		alt[1].goWide()
+		for k := range 2000 {
+			alt[0].rebaseAt = alt[0].t // rebase at every pick
+			want := ref.Pick(0)
+			for _, s := range alt {
+				require.Equal(t, want, s.Pick(0), "round %d pick %d", round, k)
+				require.NoError(t, s.check())
+			}
+			if k%97 == 0 {
+				all := append([]*SWRR{ref}, alt[:]...)
+				switch op, i, nw := r.IntN(3), r.IntN(len(ref.weight)), r.IntN(40); op {
+				case 0:
+					for _, s := range all {
+						_, err = s.Add(nw)
+						require.NoError(t, err)
+					}
+				case 1:
+					e := ref.Remove(i)
+					for _, s := range all[1:] {
+						require.Equal(t, e, s.Remove(i))
+					}
+				case 2:
+					e := ref.SetWeight(i, nw)
+					for _, s := range all[1:] {
+						require.Equal(t, e, s.SetWeight(i, nw))
+					}
+				}
+				alt[1].goWide() // a change re-chooses the path
+			}
+		}
+		require.False(t, ref.wide)
+	}
+}
+
+// A total weight too large for one-word keys takes the wide path and keeps
+// its guarantees.
+func TestSWRRWideForHugeWeights(t *testing.T) {
+	w := []int{MaxWeight, MaxWeight - 1, 3, 1, MaxWeight / 3}
+	for range 3000 {
+		w = append(w, MaxWeight-7)
+	}
+	s, err := NewSWRR(w)
+	require.NoError(t, err)
+	require.True(t, s.wide, "W = %d should not fit one word", sum(w))
+	counts := make([]int, len(w))
+	for range 20000 {
+		counts[s.Pick(0)]++
+	}
+	require.NoError(t, s.check())
+	assert.Positive(t, counts[0])
+}

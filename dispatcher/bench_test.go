@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gobalancer/balancer/dispatcher"
+	"github.com/gobalancer/balancer/strategies"
 )
 
 // spin burns CPU for about d without sleeping, so tasks are real work.
@@ -18,7 +20,9 @@ func spin(d time.Duration) {
 }
 
 // closedLoop runs b.N requests from 64 requesters that each wait for their
-// answer before the next, as in Pike's demo.
+// answer before the next, as in Pike's demo. Requester g uses routing key
+// g, so affinity strategies spread the requesters instead of sending every
+// request to the worker of key 0.
 func closedLoop(b *testing.B, d *dispatcher.Dispatcher[int], task dispatcher.Task[int]) {
 	const requesters = 64
 	ctx := context.Background()
@@ -31,27 +35,29 @@ func closedLoop(b *testing.B, d *dispatcher.Dispatcher[int], task dispatcher.Tas
 		if g == 0 {
 			n += b.N % requesters
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		k := d.Key(uint64(g))
+		wg.Go(func() {
 			for range n {
-				if _, err := d.Do(ctx, task); err != nil {
+				if _, err := k.Do(ctx, task); err != nil {
 					b.Error(err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	b.StopTimer()
 }
 
+var tasks = map[string]dispatcher.Task[int]{
+	"empty": func(context.Context) (int, error) { return 1, nil },
+	"1us":   func(context.Context) (int, error) { spin(time.Microsecond); return 1, nil },
+}
+
+// BenchmarkDispatch: every registered strategy under 64 closed-loop
+// requesters, with GOMAXPROCS and 8 workers, empty and 1 µs tasks.
 func BenchmarkDispatch(b *testing.B) {
-	tasks := map[string]dispatcher.Task[int]{
-		"empty": func(context.Context) (int, error) { return 1, nil },
-		"1us":   func(context.Context) (int, error) { spin(time.Microsecond); return 1, nil },
-	}
-	for _, strategy := range []string{"least-pending", "round-robin"} {
+	for _, strategy := range strategies.Names() {
 		for _, workers := range []int{runtime.GOMAXPROCS(0), 8} {
 			for _, task := range []string{"empty", "1us"} {
 				name := fmt.Sprintf("strategy=%s/workers=%d/task=%s", strategy, workers, task)
@@ -68,22 +74,56 @@ func BenchmarkDispatch(b *testing.B) {
 	}
 }
 
-// BenchmarkCompletion settles seed 004's question: is an unbuffered
-// completion channel faster than a buffered one?
-func BenchmarkCompletion(b *testing.B) {
-	task := func(context.Context) (int, error) { spin(time.Microsecond); return 1, nil }
-	for _, done := range []struct {
-		name string
-		buf  int
-	}{{"unbuffered", 0}, {"buffered", runtime.GOMAXPROCS(0)}} {
-		for _, wbuf := range []int{0, 63} {
-			b.Run(fmt.Sprintf("done=%s/queue=%d", done.name, wbuf+1), func(b *testing.B) {
-				d, err := dispatcher.New[int](dispatcher.WithCompletionBuffer(done.buf), dispatcher.WithWorkerBuffer(wbuf))
+// BenchmarkDepth: how deep worker queues should be (WithWorkerBuffer is
+// depth − 1), for 1 µs tasks under 64 closed-loop requesters.
+func BenchmarkDepth(b *testing.B) {
+	for _, depth := range []int{1, 4, 16, 64, 256} {
+		b.Run(fmt.Sprintf("depth=%d/task=1us", depth), func(b *testing.B) {
+			d, err := dispatcher.New[int](dispatcher.WithWorkerBuffer(depth - 1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close(context.Background())
+			closedLoop(b, d, tasks["1us"])
+		})
+	}
+}
+
+// BenchmarkCeiling is the throughput ceiling of the balancer goroutine:
+// one submitter hands b.N empty tasks to Go as fast as it can, and ns/op is
+// the wall time per dispatched task (req/s its inverse). The submitter,
+// the balancer and the workers share GOMAXPROCS cores, so on a small
+// machine more workers mean less CPU for the balancer.
+func BenchmarkCeiling(b *testing.B) {
+	for _, workers := range []int{1, 2, 4, 8, 16, 32, 64} {
+		for _, strategy := range []string{strategies.Default, "round-robin"} {
+			b.Run(fmt.Sprintf("strategy=%s/workers=%d", strategy, workers), func(b *testing.B) {
+				d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithStrategyName(strategy))
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer d.Close(context.Background())
-				closedLoop(b, d, task)
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				done := make(chan struct{})
+				task := func(context.Context) (int, error) {
+					if left.Add(-1) == 0 {
+						close(done)
+					}
+					return 0, nil
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				start := time.Now()
+				for range b.N {
+					if err := d.Go(ctx, task); err != nil {
+						b.Fatal(err)
+					}
+				}
+				<-done
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 			})
 		}
 	}

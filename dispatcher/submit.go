@@ -94,14 +94,21 @@ func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, erro
 		d.release(r)
 		return zero, err
 	}
-	select {
-	case <-r.done:
-	case <-ctx.Done():
+	if cancel := ctx.Done(); cancel == nil {
+		// A context that is never done: a plain receive, which costs less
+		// than a select (one channel lock instead of sorting and locking a
+		// set of cases).
+		<-r.done
+	} else {
 		select {
-		case <-r.done: // answered meanwhile: prefer the answer
-		default:
-			// The worker still owns r; leave it to the garbage collector.
-			return zero, ctx.Err()
+		case <-r.done:
+		case <-cancel:
+			select {
+			case <-r.done: // answered meanwhile: prefer the answer
+			default:
+				// The worker still owns r; leave it to the garbage collector.
+				return zero, ctx.Err()
+			}
 		}
 	}
 	v, err := r.res, r.err

@@ -146,11 +146,16 @@ func (d *Dispatcher[R]) wakeBalancer() {
 	}
 }
 
-// workerDone runs on a worker after each finished task: the balancer is
-// woken only when it waits for a completion (a full worker, waiting
-// submitters, a drain), so a busy system pays no wake-up per task.
-func (d *Dispatcher[R]) workerDone() {
-	if d.state.Load() == parkedNeedComp && d.state.CompareAndSwap(parkedNeedComp, running) {
+// workerDone runs on a worker after each finished task, with the tasks
+// still queued at it. The balancer is woken only when it waits for a
+// completion (a full worker, waiting submitters, a drain), and then only
+// once the worker's queue is at most half full: one wake-up per half queue
+// instead of one per task while every worker is saturated, and the worker
+// still has half a queue to run while the balancer gets a core. The worker
+// reaches that point without help, so no wake-up is lost.
+func (d *Dispatcher[R]) workerDone(queued int) {
+	if d.state.Load() == parkedNeedComp && queued <= d.b.depth/2 &&
+		d.state.CompareAndSwap(parkedNeedComp, running) {
 		d.wake <- struct{}{}
 	}
 }

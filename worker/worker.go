@@ -38,9 +38,9 @@ type Config[T any] struct {
 	// already counted.
 	Exited func(item T)
 	// Completed, if set, is called after each finished item has been
-	// counted, so the producer can be woken when it waits for room. It
-	// must not block.
-	Completed func()
+	// counted, with a lower bound of the items still queued behind it, so
+	// the producer can be woken when it waits for room. It must not block.
+	Completed func(queued int)
 	// Spawn starts a goroutine owned by the worker's owner; it is used to
 	// replace the worker's goroutine when a task calls runtime.Goexit.
 	Spawn func(func())
@@ -244,7 +244,13 @@ func (w *Worker[T]) finish() {
 		w.publishBusy()
 	}
 	if w.cfg.Completed != nil {
-		w.cfg.Completed()
+		// seen may be behind tail: a lower bound, and no load of the
+		// producer's cache line per item.
+		queued := 0
+		if h := w.head.Load(); w.seen > h { // TryTake may have passed seen
+			queued = int(w.seen - h)
+		}
+		w.cfg.Completed(queued)
 	}
 }
 

@@ -38,13 +38,17 @@ func spinIters(n int) {
 	}
 }
 
-// calibrate measures the spin loop once: the best of several runs, so a
-// busy machine makes tasks a little longer rather than shorter.
+// calibrate measures the spin loop once: the best of many short runs
+// (about 100 µs each, well inside a scheduler time slice), so that on a
+// shared machine at least one run is uninterrupted and every process of a
+// benchmark round gets the same task lengths. Five 2 ms runs were not
+// enough: with another job on the core, some processes calibrated tasks
+// to half their length.
 func calibrate() {
 	calibrateOnce.Do(func() {
-		const n = 2_000_000
+		const n = 200_000
 		best := time.Duration(math.MaxInt64)
-		for range 5 {
+		for range 50 {
 			start := time.Now()
 			spinIters(n)
 			if d := time.Since(start); d < best {

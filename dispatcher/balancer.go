@@ -108,7 +108,12 @@ func (d *Dispatcher[R]) balance() {
 			took = true
 		}
 		in.gate = b.held == nil && b.room > 0
-		if in.waiters > 0 && in.admits(in.gate) {
+		// Hysteresis: wake blocked submitters once half the buffer is free,
+		// not at every free slot, so a submitter that outruns the workers
+		// parks once per half buffer instead of once per request. park
+		// wakes them whenever there is room at all, so none waits for a
+		// balancer that has nothing left to free.
+		if in.waiters > 0 && in.admits(in.gate) && in.n <= in.cap/2 {
 			in.broadcast()
 		}
 		exit := b.closing && in.closed && len(in.q) == 0 && b.next == len(b.backlog) &&
@@ -136,6 +141,9 @@ func (d *Dispatcher[R]) park() {
 	b := &d.b
 	in := &d.in
 	in.mu.Lock()
+	if in.waiters > 0 && in.admits(in.gate) {
+		in.broadcast()
+	}
 	needComp := b.held != nil || b.next < len(b.backlog) || b.room == 0 ||
 		in.waiters > 0 || (b.closing && b.total > 0)
 	state := parkedIdle

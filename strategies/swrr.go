@@ -34,14 +34,14 @@ func init() {
 // Not safe for concurrent use.
 type SWRR struct {
 	members
-	ent  []swrrEnt
-	pk   kheap // eligible members by one packed word (see key)
-	elig dheap // eligible members by (window end, window start): wide path
-	wait kheap // members whose next window has not opened, by window start
-	t    uint64
-	sumW uint64 // the W the windows were computed with
-	on   []bool // member has a window (is in one of the heaps)
-	wide bool   // keys do not fit one word: elig is used instead of pk
+	ent   []swrrEnt
+	pk    kheap     // eligible members by one packed word (see key)
+	elig  dheap     // eligible members by (window end, window start): wide path
+	wheel swrrWheel // members whose next window has not opened, by start
+	t     uint64
+	sumW  uint64 // the W the windows were computed with
+	on    []bool // member has a window (is in one of the heaps)
+	wide  bool   // keys do not fit one word: elig is used instead of pk
 
 	base, rebaseAt   uint64 // ends are keyed relative to base; see rebase
 	endShift, idxBit uint8
@@ -84,7 +84,7 @@ func NewSWRR(weights []int, _ ...Option) (*SWRR, error) {
 		return nil, err
 	}
 	s := &SWRR{members: m}
-	s.pk.cmov, s.wait.cmov = true, true
+	s.pk.cmov = true
 	s.rewindow()
 	return s, nil
 }
@@ -94,37 +94,35 @@ func (s *SWRR) Pick(uint64) int {
 	if s.wide || (s.t >= s.rebaseAt && !s.rebase()) {
 		return s.pickWide()
 	}
-	for {
-		for s.wait.len() > 0 && s.wait.e[0].key <= s.t {
-			x := s.wait.pop()
-			s.pk.push(int(x.idx), s.key(int(x.idx)))
+	if s.pk.len() == 0 {
+		s.skipIdle()
+		s.setBase(s.t) // no key is held: the base moves with the clock
+		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
+			s.pk.push(j, s.key(j))
 		}
-		if s.pk.len() > 0 {
-			break
-		}
-		// Only after a membership change can every window be closed: skip
-		// the idle slots rather than return a member early. No key is
-		// held, so the base moves with the clock.
-		s.t = s.wait.e[0].key
-		s.setBase(s.t)
 	}
 	i := int(s.pk.e[0].idx)
 	e := &s.ent[i]
 	e.advance()
 	s.t++
+	// Windows opening at the new slot join the heap now. If the picked
+	// member waits, the first of them takes its place at the top: one sift
+	// instead of a pop and a push.
+	j := s.unpark(s.t)
 	switch {
 	case e.start <= s.t:
 		s.pk.e[0].key = s.key(i) // a later end: the key only grows
 		s.pk.down(0)
-	case s.wait.len() > 0 && s.wait.e[0].key <= s.t:
-		// The next pick would open the first waiting window: do it now and
-		// swap the two members across the heaps, one sift each, instead of
-		// a pop and a push on both heaps.
-		j := int(s.wait.replaceTop(i, e.start).idx)
+	case j >= 0:
+		s.park(i)
 		s.pk.replaceTop(j, s.key(j))
+		j = s.unpark(s.t)
 	default:
+		s.park(i)
 		s.pk.pop()
-		s.wait.push(i, e.start)
+	}
+	for ; j >= 0; j = s.unpark(s.t) {
+		s.pk.push(j, s.key(j))
 	}
 	return i
 }
@@ -174,17 +172,14 @@ func (s *SWRR) rewindow() {
 	}
 	s.pk.reset()
 	s.elig.reset()
-	s.wait.reset()
 	// Any heap may come to hold every member: size them now so that picks
 	// never grow them.
-	if n := len(s.weight); cap(s.wait.e) < n {
+	if n := len(s.weight); cap(s.pk.e) < n {
 		s.pk.e = makeKents(n)
 		s.elig.e = make([]hent, 0, n)
-		s.wait.e = makeKents(n)
 	}
 	s.pk.grow(len(s.weight) - 1)
 	s.elig.grow(len(s.weight) - 1)
-	s.wait.grow(len(s.weight) - 1)
 	base := s.t
 	for i := range s.weight {
 		if !s.eligible(i) {
@@ -207,27 +202,27 @@ func (s *SWRR) rewindow() {
 		e.endQ, e.endR = e.start+e.stepQ, e.stepR
 		if e.start <= s.t {
 			base = min(base, e.end())
-		} else {
-			s.wait.e = append(s.wait.e, kent{key: e.start, idx: int32(i)})
 		}
 	}
 	s.sumW = newW
 	s.layout(base)
+	s.resetWheel()
 	for i := range s.weight {
-		if e := &s.ent[i]; s.on[i] && e.start <= s.t {
-			if s.wide {
-				s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
-			} else {
-				s.pk.e = append(s.pk.e, kent{key: s.key(i), idx: int32(i)})
-			}
+		switch e := &s.ent[i]; {
+		case !s.on[i]:
+		case e.start > s.t:
+			s.park(i)
+		case s.wide:
+			s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
+		default:
+			s.pk.e = append(s.pk.e, kent{key: s.key(i), idx: int32(i)})
 		}
 	}
 	s.pk.init()
 	s.elig.init()
-	s.wait.init()
 }
 
-// check verifies both heaps; tests call it.
+// check verifies the heaps and the wheel; tests call it.
 func (s *SWRR) check() error {
 	for _, x := range s.pk.e {
 		if x.key != s.key(int(x.idx)) {
@@ -240,5 +235,5 @@ func (s *SWRR) check() error {
 	if err := s.elig.check(); err != nil {
 		return err
 	}
-	return s.wait.check()
+	return s.checkWheel(s.pk.len() + s.elig.len())
 }

@@ -83,31 +83,30 @@ func (s *SWRR) goWide() {
 
 // pickWide is Pick over the (end, start, index) heap.
 func (s *SWRR) pickWide() int {
-	for {
-		for s.wait.len() > 0 && s.wait.e[0].key <= s.t {
-			x := s.wait.pop()
-			e := &s.ent[x.idx]
-			s.elig.push(int(x.idx), e.end(), e.start)
+	if s.elig.len() == 0 {
+		s.skipIdle()
+		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
+			s.elig.push(j, s.ent[j].end(), s.ent[j].start)
 		}
-		if s.elig.len() > 0 {
-			break
-		}
-		s.t = s.wait.e[0].key
 	}
 	i := int(s.elig.top().idx)
 	e := &s.ent[i]
 	e.advance()
 	s.t++
+	j := s.unpark(s.t)
 	switch {
 	case e.start <= s.t:
 		s.elig.set(i, e.end(), e.start)
-	case s.wait.len() > 0 && s.wait.e[0].key <= s.t:
-		j := s.wait.replaceTop(i, e.start).idx
-		f := &s.ent[j]
-		s.elig.replaceTop(int(j), f.end(), f.start)
+	case j >= 0:
+		s.park(i)
+		s.elig.replaceTop(j, s.ent[j].end(), s.ent[j].start)
+		j = s.unpark(s.t)
 	default:
+		s.park(i)
 		s.elig.pop()
-		s.wait.push(i, e.start)
+	}
+	for ; j >= 0; j = s.unpark(s.t) {
+		s.elig.push(j, s.ent[j].end(), s.ent[j].start)
 	}
 	return i
 }

@@ -2,6 +2,9 @@ package dispatcher_test
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -30,6 +33,11 @@ func within(t testing.TB, d time.Duration, what string, f func()) {
 	select {
 	case <-done:
 	case <-timer.C:
+		// Print at once, with every goroutine's stack: a hang's evidence,
+		// which the test's buffered output might not get to show.
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		fmt.Fprintf(os.Stderr, "%s: %s: not done within %v\n%s\n", t.Name(), what, d, buf)
 		t.Fatalf("%s: not done within %v (a hang or deadlock)", what, d)
 	}
 }

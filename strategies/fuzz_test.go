@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -135,11 +136,7 @@ func TestLeastRequestsClockRebased(t *testing.T) {
 		s.ent[i].start += off
 	}
 	s.vt += off
-	for j := range s.h.e {
-		x := &s.h.e[j]
-		x.k1, x.k2 = s.ent[x.idx].keys()
-	}
-	s.h.init()
+	s.resplit()
 	counts := make([]int, 3)
 	for k := range 400 {
 		i := s.Pick(0)
@@ -151,4 +148,97 @@ func TestLeastRequestsClockRebased(t *testing.T) {
 		}
 	}
 	require.Less(t, s.vt, off, "never rebased")
+}
+
+// least-requests' split (idle members in a one-word heap) must pick exactly
+// what the merged three-word heap picks, across completions and membership
+// changes.
+func TestLeastRequestsSplitPicksAsMerged(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for round := range 30 {
+		w := make([]int, 1+r.IntN(40))
+		for i := range w {
+			w[i] = r.IntN(9)
+		}
+		w[0]++
+		a, err := NewLeastRequests(w)
+		require.NoError(t, err)
+		b, err := NewLeastRequests(w)
+		require.NoError(t, err)
+		b.layout(false)
+		var out []int
+		for k := range 3000 {
+			i := a.Pick(0)
+			require.Equal(t, i, b.Pick(0), "round %d pick %d", round, k)
+			out = append(out, i)
+			for len(out) > 0 && r.IntN(3) != 0 {
+				j := r.IntN(len(out))
+				a.Done(out[j], 0)
+				b.Done(out[j], 0)
+				out = append(out[:j], out[j+1:]...)
+			}
+			if k%101 == 0 {
+				i, nw := r.IntN(len(a.ent)), r.IntN(9)
+				switch r.IntN(3) {
+				case 0:
+					_, err = a.Add(nw)
+					require.NoError(t, err)
+					_, err = b.Add(nw)
+					require.NoError(t, err)
+				case 1:
+					require.Equal(t, a.Remove(i), b.Remove(i))
+				case 2:
+					require.Equal(t, a.SetWeight(i, nw), b.SetWeight(i, nw))
+				}
+			}
+			b.layout(false)
+			require.True(t, a.split)
+			require.NoError(t, a.check())
+			require.NoError(t, b.check())
+		}
+	}
+}
+
+// A member busy while the clock runs 2^53 ahead holds the idle keys' base
+// down so far that they do not fit: the heaps merge, picks go on as before,
+// and the split returns once that member has caught up.
+func TestLeastRequestsMergesWhenIdleKeysOverflow(t *testing.T) {
+	w := make([]int, 4096)
+	for i := range w {
+		w[i] = 1 + i%3
+	}
+	a, err := NewLeastRequests(w)
+	require.NoError(t, err)
+	b, err := NewLeastRequests(w)
+	require.NoError(t, err)
+	stuck := a.Pick(0)
+	require.Equal(t, stuck, b.Pick(0))
+	for _, s := range []*LeastRequests{a, b} {
+		for i := range s.ent {
+			if i != stuck {
+				s.ent[i].start += 1 << 53
+			}
+		}
+		s.vt += 1 << 53
+		s.resplit()
+	}
+	require.False(t, a.split, "idle keys should not fit")
+	b.layout(false)
+	for k := range 20000 {
+		i := a.Pick(0)
+		require.Equal(t, i, b.Pick(0), "pick %d", k)
+		if k == 100 {
+			a.Done(stuck, 0)
+			b.Done(stuck, 0)
+		}
+		if i != stuck || k > 100 {
+			a.Done(i, 0)
+			b.Done(i, 0)
+		}
+		if k == 5000 {
+			a.resplit()
+			require.True(t, a.split, "split again once the stuck member caught up")
+		}
+		require.NoError(t, a.check())
+	}
 }

@@ -26,9 +26,15 @@ func init() {
 // use.
 type LeastRequests struct {
 	members
-	ent []lrEnt
-	h   dheap
-	vt  uint64
+	ent  []lrEnt
+	h    dheap // members with requests pending, or all of them when merged
+	idle kheap // members with nothing pending, by one word (lr_idle.go)
+	vt   uint64
+
+	split      bool   // idle members are in idle, not in h
+	base       uint64 // idle keys hold midpoint − base
+	idxBit     uint8
+	maintainAt uint64 // virtual time of the next rebase or split attempt
 }
 
 type lrEnt struct {
@@ -51,6 +57,7 @@ func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
 		return nil, err
 	}
 	s := &LeastRequests{members: m, ent: make([]lrEnt, len(weights))}
+	s.idle.cmov = true
 	for i := range weights {
 		if m.eligible(i) {
 			e := &s.ent[i]
@@ -63,12 +70,9 @@ func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
 			hi, lo := bits.Mul64(e.inv, uint64(i))
 			q, _ := bits.Div64(hi, lo, uint64(len(weights)))
 			e.start = 1<<40 + q - e.inv/2
-			k1, k2 := e.keys()
-			s.h.e = append(s.h.e, hent{k1: k1, k2: k2, idx: int32(i)})
 		}
 	}
-	s.h.grow(len(weights) - 1)
-	s.h.init()
+	s.resplit()
 	return s, nil
 }
 
@@ -79,18 +83,31 @@ func (e *lrEnt) keys() (uint64, uint64) {
 // Pick returns the member with the lowest pending/weight and counts one more
 // pending on it.
 func (s *LeastRequests) Pick(uint64) int {
-	if s.vt >= lrRebaseAt {
-		s.rebase()
+	if s.vt >= s.maintainAt {
+		s.maintain()
+	}
+	if s.split && s.idle.len() > 0 {
+		// Nothing pending ranks below any load: the first idle member.
+		i := int(s.idle.e[0].idx)
+		s.idle.pop()
+		k1, k2 := s.take(i)
+		s.h.push(i, k1, k2)
+		return i
 	}
 	i := int(s.h.top().idx)
+	k1, k2 := s.take(i)
+	s.h.set(i, k1, k2)
+	return i
+}
+
+// take counts a pick of member i and returns its new keys.
+func (s *LeastRequests) take(i int) (uint64, uint64) {
 	e := &s.ent[i]
 	e.pending++
 	st := s.catchUp(e)
 	s.vt = max(s.vt, st)
 	e.start = st + e.inv
-	k1, k2 := e.keys()
-	s.h.set(i, k1, k2)
-	return i
+	return e.keys()
 }
 
 // Done counts one request of member i as no longer pending.
@@ -98,11 +115,9 @@ func (s *LeastRequests) Done(i int, _ time.Duration) {
 	if !s.has(i) || s.ent[i].pending == 0 {
 		return
 	}
-	e := &s.ent[i]
-	e.pending--
-	if s.h.has(i) {
-		k1, k2 := e.keys()
-		s.h.set(i, k1, k2)
+	s.ent[i].pending--
+	if s.eligible(i) {
+		s.place(i)
 	}
 }
 
@@ -134,11 +149,7 @@ func (s *LeastRequests) rebase() {
 		e.start = max(e.start, d) - d
 	}
 	s.vt -= d
-	for j := range s.h.e {
-		x := &s.h.e[j]
-		x.k1, x.k2 = s.ent[x.idx].keys()
-	}
-	s.h.init()
+	s.resplit()
 }
 
 // Pending returns member i's pending count as the strategy sees it.
@@ -158,16 +169,19 @@ func (s *LeastRequests) Add(weight int) (int, error) {
 		return 0, err
 	}
 	s.ent = append(s.ent, lrEnt{start: s.vt})
+	if bits.Len(uint(i)) > int(s.idxBit) {
+		s.resplit() // the index takes one more bit of the idle keys
+	}
 	s.sync(i)
 	return i, nil
 }
 
-// Remove takes member i out of the heap.
+// Remove takes member i out of the heaps.
 func (s *LeastRequests) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
-	s.h.remove(i)
+	s.place(i)
 	return nil
 }
 
@@ -180,22 +194,12 @@ func (s *LeastRequests) SetWeight(i, weight int) error {
 	return nil
 }
 
-// sync puts member i in the heap with fresh keys, or takes it out.
+// sync gives member i fresh keys for its weight, or takes it out.
 func (s *LeastRequests) sync(i int) {
-	if !s.eligible(i) {
-		s.h.remove(i)
-		return
+	if s.eligible(i) {
+		e := &s.ent[i]
+		e.inv = (1 << 40) / uint64(s.weight[i])
+		e.start = s.catchUp(e)
 	}
-	e := &s.ent[i]
-	e.inv = (1 << 40) / uint64(s.weight[i])
-	e.start = s.catchUp(e)
-	k1, k2 := e.keys()
-	if s.h.has(i) {
-		s.h.set(i, k1, k2)
-	} else {
-		s.h.push(i, k1, k2)
-	}
+	s.place(i)
 }
-
-// check verifies the heap; tests call it.
-func (s *LeastRequests) check() error { return s.h.check() }

@@ -7,18 +7,21 @@ import (
 
 // kheap is an indexed 4-ary min-heap of members keyed by one uint64, for
 // strategies that can pack their whole order into one word (least-pending:
-// pending count above the tick of the last pick; swrr's waiting members by
-// window start). There is no tie-break: a strategy that needs a total order
-// makes its keys distinct, and a comparison is one instruction. An entry is
-// 16 bytes, so the four children of a slot share one 64-byte line.
+// pending count above the tick of the last pick; swrr's eligible members:
+// window end, length and index; least-requests' idle members: midpoint and
+// index). There is no tie-break: a strategy that needs a total order makes
+// its keys distinct, and a comparison is one instruction. An entry is 16
+// bytes, so the four children of a slot fill one 64-byte line when the
+// slice comes from makeKents.
 type kheap struct {
 	e   []kent
 	pos []int32 // member -> slot, -1 when absent
-	// cmov picks the smallest of four children without branches. It pays
-	// when keys come in no predictable order (swrr's window ends and
-	// starts: 105 ns a pick instead of 147 at 10 000 members); when most
-	// keys share their high bits and a sift goes the same way every time
-	// (least-pending), branches predict and are faster (39 ns against 46).
+	// cmov picks the smallest of four children without branches
+	// (downCmov). It pays when keys come in no predictable order (swrr,
+	// least-requests' idle members: 12 and 7 mispredicted branches a pick
+	// fall to 2 and 1 in callgrind's model); when most keys share their
+	// high bits and a sift goes the same way every time (least-pending),
+	// branches predict and are faster (39 ns against 46 at 10 000).
 	cmov bool
 }
 
@@ -103,7 +106,15 @@ func (h *kheap) replaceTop(i int, key uint64) kent {
 // pop removes and returns the minimum.
 func (h *kheap) pop() kent {
 	x := h.e[0]
-	h.remove(int(x.idx))
+	h.pos[x.idx] = -1
+	last := len(h.e) - 1
+	if last > 0 {
+		h.e[0] = h.e[last]
+		h.e = h.e[:last]
+		h.down(0)
+	} else {
+		h.e = h.e[:0]
+	}
 	return x
 }
 
@@ -148,6 +159,10 @@ func (h *kheap) up(j int) {
 // down is Floyd's bottom-up sift, as in dheap.down: the hole follows the
 // smaller children to a leaf, then the entry climbs back.
 func (h *kheap) down(j int) {
+	if h.cmov {
+		h.downCmov(j)
+		return
+	}
 	e, pos := h.e, h.pos
 	n := len(e)
 	x := e[j]
@@ -156,30 +171,72 @@ func (h *kheap) down(j int) {
 		c := arity*j + 1
 		m := c
 		if c+arity <= n {
-			g := e[c : c+arity : c+arity]
+			g := (*[arity]kent)(e[c : c+arity])
 			k0, k1, k2, k3 := g[0].key, g[1].key, g[2].key, g[3].key
-			var a int
-			if h.cmov {
-				// A tournament without branches (borrows and masks),
-				// for keys in no predictable order. Ties go to the lower
-				// slot, as below.
-				_, x := bits.Sub64(k1, k0, 0) // 1 if k1 < k0
-				_, y := bits.Sub64(k3, k2, 0)
-				_, z := bits.Sub64(min(k2, k3), min(k0, k1), 0)
-				a = int(x ^ (x^(2|y))&-z)
-			} else {
-				b := 2
-				if k1 < k0 {
-					a = 1
-				}
-				if k3 < k2 {
-					b = 3
-				}
-				if g[b].key < g[a].key {
-					a = b
+			a, b := 0, 2
+			if k1 < k0 {
+				a = 1
+			}
+			if k3 < k2 {
+				b = 3
+			}
+			if g[b].key < g[a].key {
+				a = b
+			}
+			y := g[a&(arity-1)]
+			e[j] = y
+			pos[y.idx] = int32(j)
+			j = c + a
+			continue
+		} else if c < n {
+			for k := c + 1; k < n; k++ {
+				if e[k].key < e[m].key {
+					m = k
 				}
 			}
-			m = c + a
+		} else {
+			break
+		}
+		e[j] = e[m]
+		pos[e[j].idx] = int32(j)
+		j = m
+	}
+	for j > top {
+		p := (j - 1) / arity
+		if x.key >= e[p].key {
+			break
+		}
+		e[j] = e[p]
+		pos[e[j].idx] = int32(j)
+		j = p
+	}
+	e[j] = x
+	pos[x.idx] = int32(j)
+}
+
+// downCmov is down for heaps with cmov set.
+func (h *kheap) downCmov(j int) {
+	e, pos := h.e, h.pos
+	n := len(e)
+	x := e[j]
+	top := j
+	for {
+		c := arity*j + 1
+		m := c
+		if c+arity <= n {
+			g := (*[arity]kent)(e[c : c+arity])
+			k0, k1, k2, k3 := g[0].key, g[1].key, g[2].key, g[3].key
+			// A tournament without borrows and masks, no branches: ties
+			// go to the lower slot, as in down.
+			_, p := bits.Sub64(k1, k0, 0) // 1 if k1 < k0
+			_, q := bits.Sub64(k3, k2, 0)
+			_, r := bits.Sub64(min(k2, k3), min(k0, k1), 0)
+			a := int(p ^ (p^(2|q))&-r)
+			y := g[a&(arity-1)]
+			e[j] = y
+			pos[y.idx] = int32(j)
+			j = c + a
+			continue
 		} else if c < n {
 			for k := c + 1; k < n; k++ {
 				if e[k].key < e[m].key {

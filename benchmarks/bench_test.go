@@ -101,6 +101,37 @@ func reportCPU(b *testing.B, start time.Duration) {
 	}
 }
 
+// BenchmarkClosedLoop is BenchmarkRequesters with empty tasks and no
+// clock in the loop: ns/op is the cost of one run-and-wait request (Do)
+// when 64 requesters keep the dispatcher busy, the figure the core issue's
+// "empty-task dispatch" goal is about.
+func BenchmarkClosedLoop(b *testing.B) {
+	for _, im := range Impls {
+		b.Run("impl="+im.Name+"/kind=empty", func(b *testing.B) {
+			p := im.New(Workers(), Task("empty"))
+			defer p.Close()
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			cpu := cpuTime()
+			b.ResetTimer()
+			for g := range Requesters {
+				n := b.N / Requesters
+				if g < b.N%Requesters {
+					n++
+				}
+				wg.Go(func() {
+					for range n {
+						p.Do()
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportCPU(b, cpu)
+		})
+	}
+}
+
 // Percentile returns the q-quantile (nearest rank) of sorted durations.
 func Percentile(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {

@@ -17,8 +17,8 @@ package dispatcher
 
 import (
 	"context"
-	"runtime"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 

@@ -76,6 +76,22 @@ func (b *balancer[R]) init(s strategies.Strategy, p *pool.Pool[*request[R]], dep
 	}
 }
 
+// freeSlots is how many more requests the live, weighted workers can take
+// now, or 0 while a request is held. O(workers): only a zero intake buffer
+// needs it.
+func (b *balancer[R]) freeSlots() int {
+	if b.held != nil {
+		return 0
+	}
+	free := 0
+	for i := range b.w {
+		if b.hasRoom(i) {
+			free += b.depth - b.w[i].pending
+		}
+	}
+	return free
+}
+
 func (b *balancer[R]) hasRoom(i int) bool {
 	s := &b.w[i]
 	return !s.removed && s.weight > 0 && s.pending < b.depth
@@ -117,13 +133,15 @@ func (d *Dispatcher[R]) balance() {
 			b.backlog, in.q, b.next = in.q, b.backlog[:0], 0
 			took = true
 		}
-		in.gate = b.held == nil && b.room > 0
+		if in.cap == 0 {
+			in.free = b.freeSlots()
+		}
 		// Hysteresis: wake blocked submitters once half the buffer is free,
 		// not at every free slot, so a submitter that outruns the workers
 		// parks once per half buffer instead of once per request. park
 		// wakes them whenever there is room at all, so none waits for a
 		// balancer that has nothing left to free.
-		if in.waiters > 0 && in.admits(in.gate) && in.n <= in.cap/2 {
+		if in.waiters > 0 && in.admits() && in.n <= in.cap/2 {
 			in.broadcast()
 		}
 		exit := b.closing && in.closed && len(in.q) == 0 && b.next == len(b.backlog) &&
@@ -159,7 +177,7 @@ func (d *Dispatcher[R]) park() {
 	b := &d.b
 	in := &d.in
 	in.mu.Lock()
-	if in.waiters > 0 && in.admits(in.gate) {
+	if in.waiters > 0 && in.admits() {
 		in.broadcast()
 	}
 	needComp := b.held != nil || b.next < len(b.backlog) || b.room == 0 ||

@@ -120,7 +120,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		stopped: make(chan struct{}),
 	}
 	d.in.cap = c.intake
-	d.in.gate = true // every worker has room until the balancer says otherwise
+	d.in.free = c.workers * depth // every worker is empty until the balancer says otherwise
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	p := pool.New(c.workers, worker.Config[*request[R]]{
 		Depth: depth,

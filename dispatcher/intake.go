@@ -16,7 +16,7 @@ type intake[R any] struct {
 	n      int           // accepted and not yet sent to a worker (q, the balancer's backlog, held)
 	cap    int           // most requests n may count (WithIntakeBuffer)
 	closed bool          // set by Close: no request is accepted after it
-	gate   bool          // the balancer could send a request now (nothing held, some room)
+	free   int           // with cap 0: requests the balancer could send right now
 
 	// Submitters that found no room wait for room to be closed: a
 	// broadcast, rebuilt on demand, so a blocked submit can also watch its
@@ -26,10 +26,14 @@ type intake[R any] struct {
 }
 
 // admits reports whether one more request may be accepted: the buffer has
-// room, or (for a zero buffer, Pike's rendezvous) nothing waits and the
-// balancer can hand a request to a worker right now. Called with mu held.
-func (in *intake[R]) admits(gate bool) bool {
-	return in.n < in.cap || (in.n == 0 && gate)
+// room or, for a zero buffer (Pike's unbuffered request channel), the
+// balancer could hand it to a worker right now: nothing is held and the
+// workers have more free slots than requests already waiting. Admitting up
+// to the free slots, not one request per balancer turn, keeps a crowd of
+// blocked submitters from being woken once per request. Called with mu
+// held.
+func (in *intake[R]) admits() bool {
+	return in.n < in.cap || in.n < in.free
 }
 
 // broadcast wakes every waiting submitter so each tries again. Called with
@@ -47,7 +51,7 @@ func (in *intake[R]) broadcast() {
 func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
 	in := &d.in
 	in.mu.Lock()
-	for !in.closed && !in.admits(in.gate) {
+	for !in.closed && !in.admits() {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy

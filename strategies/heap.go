@@ -14,7 +14,11 @@ import (
 // Four children per node halve the depth of a binary heap, and the keys sit
 // inline in the slice, so a sift touches one or two cache lines per level.
 // Strategies whose order fits one word use kheap instead, which is about
-// twice as cheap per level.
+// twice as cheap per level; here it serves latency, least-requests' busy
+// members and swrr when W is too large to pack. The smallest of four
+// children is chosen without branches (a mispredicted branch per level cost
+// more than the extra instructions: least-requests went from 8.2 to 2.0
+// mispredicts a pick in callgrind's model).
 type dheap struct {
 	e   []hent
 	pos []int32

@@ -13,8 +13,10 @@ func init() {
 // member with the lowest pending/weight wins, and ties go in smooth weighted
 // order, so with equal weights and nothing pending it is round-robin.
 // skipper scans every endpoint, O(n) (437 µs at 10 000); this keeps the
-// members in a 4-ary indexed heap keyed by pending·⌊2^40/w⌋, so the ratio
-// is compared without division.
+// members with requests pending in a 4-ary indexed heap keyed by
+// pending·⌊2^40/w⌋, so the ratio is compared without division, and those
+// with nothing pending, which tie on load 0, in a heap keyed by one word
+// that holds their tie order (lr_idle.go).
 //
 // The tie order is a virtual clock (start-time fair queuing): each member
 // has a virtual start that advances by ⌊2^40/w⌋ per pick and is never more
@@ -22,8 +24,13 @@ func init() {
 // start + ⌊2^40/w⌋/2. A member back from being busy therefore resumes its
 // turn instead of catching up in a burst.
 //
-// Pick and Done cost O(log n) and allocate nothing. Not safe for concurrent
-// use.
+// Pick and Done cost O(log n) and allocate nothing: a pick of an idle
+// member is one one-word sift, its Done one short climb back (about 860
+// instructions for both at 10 000 members); among busy members a pick is
+// a sift of (load, midpoint, index) triples. Keeping the idle keys in
+// range costs O(n) each time the clock moves about 2^(64−⌈log₂ n⌉) (2^50 at
+// 10 000 members: some 2^29 picks with weights 1..100).
+// Not safe for concurrent use.
 type LeastRequests struct {
 	members
 	ent  []lrEnt

@@ -27,11 +27,18 @@ func init() {
 // a a a b a c a.
 //
 // Windows advance by the exact quotient and remainder of W/w_i, so a pick
-// does no division and no float; two 4-ary heaps hold the eligible members
-// (by window end) and the waiting ones (by window start).
+// does no division and no float. The eligible members sit in a 4-ary heap
+// keyed by one packed word, end relative to a moving base, window length
+// and index (swrr_key.go), or in a heap of (end, start, index) triples when
+// W is too large for that (W·√n beyond about 2^31); the waiting ones sit on
+// a timing wheel by window start (swrr_wheel.go, about 8n buckets of 4
+// bytes).
 //
-// Pick costs O(log n) and allocates nothing; a membership change costs O(n).
-// Not safe for concurrent use.
+// Pick costs one sift of the eligible heap, O(log n), plus O(1) on the
+// wheel (amortised: 1/8 of a bucket scanned a pick on average), and
+// allocates nothing: about 710 instructions at 10 000 members of weight
+// 1..100. A membership change costs O(n), and so does moving the keys' base,
+// once in at least 3W picks. Not safe for concurrent use.
 type SWRR struct {
 	members
 	ent   []swrrEnt

@@ -12,17 +12,13 @@ import (
 // JSON array of the reports. An interrupt ends the comparison after the
 // partial run, whose row is marked.
 func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	comp := -1
-	if len(c.completion) == 1 {
-		comp = c.completion[0]
-	}
 	p := newPlan(c)
 	var results []*result
 	for _, name := range c.compare {
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := runOnce(ctx, c, p, name, comp, stderr)
+		res, err := runOnce(ctx, c, p, name, c.workerBuffer, stderr)
 		if err != nil {
 			return err
 		}

@@ -18,8 +18,9 @@ type config struct {
 	strategy                      string
 	weights                       []int
 	speeds                        []float64
-	workerBuffer                  int
-	completion                    []int // nil: the dispatcher's default (one slot per worker)
+	workerBuffer                  int   // the first of workerBuffers: the single run's value
+	workerBuffers                 []int // -worker-buffer; two or more values run rounds
+	completion                    int   // -1: not given; passed on, but has no effect (see -completion-buffer)
 	work                          time.Duration
 	dist                          string
 	seed                          uint64
@@ -57,8 +58,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
 	speeds := fs.String("speeds", "", "relative worker speeds, e.g. 1,1,0.5: a request costs -work/speed of CPU on that worker (default all 1)")
-	fs.IntVar(&c.workerBuffer, "worker-buffer", 16, "each worker's channel capacity, besides the request it runs")
-	completion := fs.String("completion-buffer", "", "completion channel capacity, 0 = unbuffered (default: one slot per worker);\na list such as 0,8 measures each value in interleaved -rounds")
+	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs;\na list such as 0,15,63 measures each value in interleaved -rounds")
+	completion := fs.String("completion-buffer", "", "sets dispatcher.WithCompletionBuffer, which has no effect: the dispatcher\ncounts completions per worker and has no completion channel (kept for scripts;\na list is rejected: measure -worker-buffer lists instead)")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request (a busy loop, not a sleep)")
 	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
 	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")
@@ -70,7 +71,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.cancelRate, "cancel-rate", 0, "fraction of requests whose context is cancelled, at a random time within the mean work")
 	fs.DurationVar(&c.churn, "churn", 0, "every DUR, add a fresh worker and remove the oldest while requests flow (0: off)")
 	cmp := fs.String("compare", "", "run the same workload under each strategy of a list, e.g. least-pending,round-robin,p2c")
-	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -completion-buffer list")
+	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -worker-buffer list")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time")
 
 	if err := fs.Parse(args); err != nil {
@@ -94,8 +95,28 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	if c.speeds, err = parseFloats("-speeds", *speeds); err != nil {
 		return nil, err
 	}
-	if c.completion, err = parseInts("-completion-buffer", *completion); err != nil {
+	if c.workerBuffers, err = parseInts("-worker-buffer", *workerBuffer); err != nil {
 		return nil, err
+	}
+	if c.workerBuffers == nil {
+		return nil, errors.New("-worker-buffer needs a value, e.g. 16 or 0,15,63")
+	}
+	c.workerBuffer = c.workerBuffers[0]
+	comps, err := parseInts("-completion-buffer", *completion)
+	switch {
+	case err != nil:
+		return nil, err
+	case comps == nil:
+		c.completion = -1
+	case len(comps) > 1:
+		// Rounds over it would compare identical configurations.
+		return nil, fmt.Errorf("-completion-buffer %s: a list would compare identical runs: the dispatcher has no "+
+			"completion channel any more (workers count completions in per-worker counters; the value has no effect); "+
+			"measure a -worker-buffer list instead, e.g. -worker-buffer 0,15,63", *completion)
+	case comps[0] < 0:
+		return nil, fmt.Errorf("-completion-buffer must be >= 0, got %d", comps[0])
+	default:
+		c.completion = comps[0]
 	}
 	if c.compare, err = parseNames(*cmp); err != nil {
 		return nil, err
@@ -123,15 +144,18 @@ func (c *config) validate(set map[string]bool) error {
 	nonNeg := []struct {
 		name string
 		v    int
-	}{{"-worker-buffer", c.workerBuffer}, {"-picks", c.picks}, {"-keys", c.keys}}
+	}{{"-picks", c.picks}, {"-keys", c.keys}}
 	for _, p := range nonNeg {
 		if p.v < 0 {
 			return fmt.Errorf("%s must be >= 0, got %d", p.name, p.v)
 		}
 	}
-	for _, v := range c.completion {
+	for i, v := range c.workerBuffers {
 		if v < 0 {
-			return fmt.Errorf("-completion-buffer must be >= 0, got %d", v)
+			return fmt.Errorf("-worker-buffer must be >= 0, got %d", v)
+		}
+		if slices.Contains(c.workerBuffers[:i], v) {
+			return fmt.Errorf("-worker-buffer: %d is listed twice", v)
 		}
 	}
 	if c.work < 0 || c.churn < 0 {
@@ -180,12 +204,12 @@ func (c *config) validate(set map[string]bool) error {
 		}
 	}
 	switch {
-	case len(c.compare) > 0 && len(c.completion) > 1:
-		return errors.New("-compare does not combine with a -completion-buffer list: run them apart")
-	case c.plot != "" && (len(c.compare) > 0 || len(c.completion) > 1):
-		return errors.New("-plot draws one run: it does not combine with -compare or a -completion-buffer list")
-	case set["rounds"] && len(c.completion) < 2:
-		return errors.New("-rounds needs a -completion-buffer list of at least two values, e.g. 0,8")
+	case len(c.compare) > 0 && len(c.workerBuffers) > 1:
+		return errors.New("-compare does not combine with a -worker-buffer list: run them apart")
+	case c.plot != "" && (len(c.compare) > 0 || len(c.workerBuffers) > 1):
+		return errors.New("-plot draws one run: it does not combine with -compare or a -worker-buffer list")
+	case set["rounds"] && len(c.workerBuffers) < 2:
+		return errors.New("-rounds needs a -worker-buffer list of at least two values, e.g. 0,15,63")
 	}
 	return nil
 }

@@ -25,8 +25,17 @@ func TestBadInput(t *testing.T) {
 		{"malformed weights", []string{"-weights", "1,,2"}, "malformed list"},
 		{"non-numeric weights", []string{"-weights", "1,x"}, `"x" is not an integer`},
 		{"negative worker buffer", []string{"-worker-buffer", "-1"}, "-worker-buffer must be >= 0"},
-		{"negative completion buffer", []string{"-completion-buffer", "0,-8"}, "-completion-buffer must be >= 0"},
+		{"negative worker buffer in list", []string{"-worker-buffer", "0,-8"}, "-worker-buffer must be >= 0"},
+		{"malformed worker buffer list", []string{"-worker-buffer", "0,"}, "malformed list"},
+		{"non-numeric worker buffer", []string{"-worker-buffer", "many"}, `"many" is not an integer`},
+		{"empty worker buffer", []string{"-worker-buffer", ""}, "-worker-buffer needs a value"},
+		{"duplicate worker buffer", []string{"-worker-buffer", "0,15,0"}, "-worker-buffer: 0 is listed twice"},
+		{"negative completion buffer", []string{"-completion-buffer", "-1"}, "-completion-buffer must be >= 0"},
 		{"malformed completion list", []string{"-completion-buffer", "0,"}, "malformed list"},
+		{"completion buffer list", []string{"-completion-buffer", "0,8"},
+			"-completion-buffer 0,8: a list would compare identical runs: the dispatcher has no completion channel"},
+		{"completion list with rounds", []string{"-completion-buffer", "0,8", "-rounds", "3"}, "measure a -worker-buffer list instead"},
+		{"both lists", []string{"-worker-buffer", "0,15", "-completion-buffer", "0,8"}, "measure a -worker-buffer list instead"},
 		{"workers contradict weights", []string{"-workers", "4", "-weights", "1,2"}, "contradicts"},
 		{"bad dist", []string{"-dist", "normal"}, "-dist must be const, uniform or exp"},
 		{"panic rate above 1", []string{"-panic-rate", "1.5"}, "-panic-rate must be within [0, 1]"},
@@ -35,8 +44,11 @@ func TestBadInput(t *testing.T) {
 		{"zero speed", []string{"-workers", "2", "-speeds", "1,0"}, "want a positive number"},
 		{"negative work", []string{"-work", "-1ms"}, "-work and -churn must be >= 0"},
 		{"negative picks", []string{"-picks", "-1"}, "-picks must be >= 0"},
-		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -completion-buffer list"},
-		{"compare with rounds", []string{"-compare", "p2c", "-completion-buffer", "0,8"}, "does not combine"},
+		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -worker-buffer list"},
+		{"rounds with one value", []string{"-worker-buffer", "15", "-rounds", "3"}, "-rounds needs a -worker-buffer list"},
+		{"compare with list", []string{"-compare", "p2c", "-worker-buffer", "0,15"}, "-compare does not combine with a -worker-buffer list"},
+		{"plot with list", []string{"-plot", "x.png", "-worker-buffer", "0,15"}, "-plot draws one run"},
+		{"picks with worker buffer", []string{"-picks", "10", "-worker-buffer", "0,15"}, "-picks runs no workers: -worker-buffer"},
 		{"duplicate compare", []string{"-compare", "p2c,p2c"}, "listed twice"},
 		{"picks with run flags", []string{"-picks", "10", "-panic-rate", "0.1"}, "-picks runs no workers: -panic-rate has no effect"},
 		{"undefined flag", []string{"-bogus"}, "flag provided but not defined: -bogus"},
@@ -65,6 +77,29 @@ func TestHelp(t *testing.T) {
 		"-cancel-rate", "-churn", "-v", "-compare", "-rounds", "-plot"} {
 		assert.Regexp(t, `(?m)^  `+f+`\b`, errs, "help lists %s", f)
 	}
+}
+
+func TestWorkerBufferList(t *testing.T) {
+	for _, tt := range []struct {
+		arg    []string
+		want   []int
+		single int
+	}{
+		{nil, []int{16}, 16},
+		{[]string{"-worker-buffer", "63"}, []int{63}, 63},
+		{[]string{"-worker-buffer", "0,15,63"}, []int{0, 15, 63}, 0},
+		{[]string{"-worker-buffer", " 15 , 0 "}, []int{15, 0}, 15},
+	} {
+		c, err := parseConfig(tt.arg, nil)
+		require.NoError(t, err, tt.arg)
+		assert.Equal(t, tt.want, c.workerBuffers, tt.arg)
+		assert.Equal(t, tt.single, c.workerBuffer, tt.arg)
+		assert.Equal(t, -1, c.completion, "not given")
+	}
+	// A single -completion-buffer is still accepted (and passed on).
+	c, err := parseConfig([]string{"-completion-buffer", "0"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.completion)
 }
 
 func TestWeightsImplyWorkers(t *testing.T) {

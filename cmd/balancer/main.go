@@ -2,7 +2,7 @@
 // requesters against nWorker workers through a dispatcher, with a report of
 // throughput, latency, per-worker shares and Pike's pending figure. It also
 // traces a strategy's picks (-picks), compares strategies on one workload
-// (-compare), measures completion-buffer sizes in paired rounds, and plots.
+// (-compare), measures worker-queue depths in interleaved rounds, and plots.
 //
 //	go run ./cmd/balancer
 //	go run ./cmd/balancer -speeds 1,1,1,1,1,1,2,2 -compare least-pending,round-robin,p2c
@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runPicks(cfg, stdout)
 	case len(cfg.compare) > 0:
 		err = runCompare(ctx, cfg, stdout, stderr)
-	case len(cfg.completion) > 1:
+	case len(cfg.workerBuffers) > 1:
 		err = runRounds(ctx, cfg, stdout, stderr)
 	default:
 		err = runSingle(ctx, cfg, stdout, stderr)

@@ -193,11 +193,7 @@ func dur(ns int64) string {
 
 // runSingle is the default mode: one run, its report, and the plot.
 func runSingle(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	comp := -1
-	if len(c.completion) == 1 {
-		comp = c.completion[0]
-	}
-	res, err := runOnce(ctx, c, newPlan(c), c.strategy, comp, stderr)
+	res, err := runOnce(ctx, c, newPlan(c), c.strategy, c.workerBuffer, stderr)
 	if err != nil {
 		return err
 	}

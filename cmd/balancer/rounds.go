@@ -10,10 +10,14 @@ import (
 // alpha is the significance level of the rounds' tests.
 const alpha = 0.05
 
-// BufferSummary is one -completion-buffer value over the rounds. The first
+// roundsParameter names the knob a rounds run varies, in the JSON.
+const roundsParameter = "worker_buffer"
+
+// ValueSummary is one -worker-buffer value over the rounds. The first
 // value is the baseline: ratio and the tests compare each value with it.
-type BufferSummary struct {
-	CompletionBuffer int       `json:"completion_buffer"`
+type ValueSummary struct {
+	Parameter        string    `json:"parameter"` // "worker_buffer"
+	Value            int       `json:"value"`
 	Throughputs      []float64 `json:"throughputs_per_s"` // one per round
 	P99s             []int64   `json:"p99_ns"`            // one per round
 	MedianThroughput float64   `json:"median_throughput_per_s"`
@@ -24,24 +28,25 @@ type BufferSummary struct {
 	Significant      bool      `json:"significant"` // either p below 0.05
 }
 
-// RoundsReport is the -json output of a -completion-buffer list.
+// RoundsReport is the -json output of a -worker-buffer list.
 type RoundsReport struct {
-	Strategy string          `json:"strategy"`
-	Rounds   int             `json:"rounds"`
-	Values   []BufferSummary `json:"values"`
+	Parameter string         `json:"parameter"` // "worker_buffer"
+	Strategy  string         `json:"strategy"`
+	Rounds    int            `json:"rounds"` // completed rounds
+	Values    []ValueSummary `json:"values"` // in the order of the list; the first is the baseline
 }
 
-// runRounds measures each -completion-buffer value in interleaved rounds:
-// every round runs every value once, the order rotating from round to
-// round, so a drift of the machine (other load, heat, the GC) falls on all
-// values alike instead of on whichever ran last. Seed 004 compared two sets
-// of runs made one after the other; this pairs them in time.
+// runRounds measures each -worker-buffer value in interleaved rounds: every
+// round runs every value once, the order rotating from round to round, so a
+// drift of the machine (other load, heat, the GC) falls on all values alike
+// instead of on whichever ran last. Seed 004 compared two sets of runs made
+// one after the other; this pairs them in time.
 func runRounds(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	vals := c.completion
+	vals := c.workerBuffers
 	p := newPlan(c)
-	sums := make([]BufferSummary, len(vals))
+	sums := make([]ValueSummary, len(vals))
 	for i, v := range vals {
-		sums[i].CompletionBuffer = v
+		sums[i].Parameter, sums[i].Value = roundsParameter, v
 	}
 	for r := 0; r < c.rounds && ctx.Err() == nil; r++ {
 		for k := range vals {
@@ -56,14 +61,24 @@ func runRounds(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 			sums[i].Throughputs = append(sums[i].Throughputs, res.Throughput)
 			sums[i].P99s = append(sums[i].P99s, res.Latency.P99)
 			if c.verbose {
-				fmt.Fprintf(stderr, "round %d: completion buffer %d: %.0f req/s, p99 %s\n",
+				fmt.Fprintf(stderr, "round %d: worker buffer %d: %.0f req/s, p99 %s\n",
 					r+1, vals[i], res.Throughput, dur(res.Latency.P99))
 			}
 		}
 	}
+	// An interrupt inside a round leaves the values of that round uneven:
+	// keep only complete rounds, so that every value has the same sample.
+	n := len(sums[0].Throughputs)
+	for i := range sums {
+		n = min(n, len(sums[i].Throughputs))
+	}
+	if n == 0 { // interrupted in the first round: nothing to compare
+		return errInterrupted
+	}
 	base := &sums[0]
 	for i := range sums {
 		s := &sums[i]
+		s.Throughputs, s.P99s = s.Throughputs[:n], s.P99s[:n]
 		s.MedianThroughput = median(s.Throughputs)
 		s.MedianP99 = int64(median(asFloats(s.P99s)))
 		s.Ratio = s.MedianThroughput / base.MedianThroughput
@@ -72,7 +87,8 @@ func runRounds(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 		s.Significant = i > 0 && (s.PThroughput < alpha || s.PP99 < alpha)
 	}
 	if c.json {
-		if err := writeJSON(stdout, &RoundsReport{Strategy: c.strategy, Rounds: len(base.Throughputs), Values: sums}); err != nil {
+		rep := &RoundsReport{Parameter: roundsParameter, Strategy: c.strategy, Rounds: n, Values: sums}
+		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -84,11 +100,11 @@ func runRounds(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printRounds(w io.Writer, c *config, sums []BufferSummary) {
-	fmt.Fprintf(w, "completion buffer, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n\n",
+func printRounds(w io.Writer, c *config, sums []ValueSummary) {
+	fmt.Fprintf(w, "worker buffer, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n\n",
 		len(sums[0].Throughputs), c.strategy, c.requesters, c.workers, c.requests, c.work, c.dist)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "buffer\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\tverdict\t")
+	fmt.Fprintln(tw, "worker buffer\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\tverdict\t")
 	for i, s := range sums {
 		verdict := "baseline"
 		if i > 0 {
@@ -101,12 +117,12 @@ func printRounds(w io.Writer, c *config, sums []BufferSummary) {
 		if i > 0 {
 			pt, pp = fmt.Sprintf("%.3f", s.PThroughput), fmt.Sprintf("%.3f", s.PP99)
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%.3f\t%s\t%s\t%s\t\n", s.CompletionBuffer, s.MedianThroughput,
+		fmt.Fprintf(tw, "%d\t%.0f\t%s\t%.3f\t%s\t%s\t%s\t\n", s.Value, s.MedianThroughput,
 			dur(s.MedianP99), s.Ratio, pt, pp, verdict)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\np: two-sided Mann-Whitney U against buffer %d over the rounds; significant if p < %.2f.\n",
-		sums[0].CompletionBuffer, alpha)
+	fmt.Fprintf(w, "\np: two-sided Mann-Whitney U against worker buffer %d over the rounds; significant if p < %.2f.\n",
+		sums[0].Value, alpha)
 	if n := len(sums[0].Throughputs); n < 4 {
 		fmt.Fprintf(w, "note: with %d rounds no difference can reach p < %.2f; use -rounds 5 or more.\n", n, alpha)
 	}

@@ -28,11 +28,13 @@ type result struct {
 }
 
 // runOnce runs the workload once under strategy name with the given
-// completion buffer (-1: the dispatcher's default). Every goroutine it
+// worker buffer (a rounds run varies it; other runs pass -worker-buffer).
+// -completion-buffer, if given, is passed on to the dispatcher, where it
+// has no effect since completions became per-worker counters. Every goroutine it
 // starts has exited when it returns. If ctx ends, it stops taking new
 // requests, lets in-flight ones drain for grace, then cancels them, and
 // returns the partial result with interrupted set.
-func runOnce(ctx context.Context, c *config, p *plan, name string, completion int, stderr io.Writer) (*result, error) {
+func runOnce(ctx context.Context, c *config, p *plan, name string, workerBuffer int, stderr io.Writer) (*result, error) {
 	weights := c.weightsOrEqual()
 	inner, err := strategies.New(name, weights, strategies.WithSeed(c.seed))
 	if err != nil {
@@ -41,11 +43,11 @@ func runOnce(ctx context.Context, c *config, p *plan, name string, completion in
 	tr, strat := newTracker(inner, c, c.plot != "")
 	opts := []dispatcher.Option{
 		dispatcher.WithWeights(weights...),
-		dispatcher.WithWorkerBuffer(c.workerBuffer),
+		dispatcher.WithWorkerBuffer(workerBuffer),
 		dispatcher.WithStrategy(strat),
 	}
-	if completion >= 0 {
-		opts = append(opts, dispatcher.WithCompletionBuffer(completion))
+	if c.completion >= 0 {
+		opts = append(opts, dispatcher.WithCompletionBuffer(c.completion))
 	}
 	d, err := dispatcher.New[uint64](opts...)
 	if err != nil {

@@ -22,7 +22,8 @@ type kheap struct {
 	// pick with branches and 1.0 without, in callgrind's model); when most
 	// keys share their high bits and a sift goes the same way every time
 	// (least-pending), branches predict and are faster (39 ns against 46).
-	cmov bool
+	cmov  bool
+	touch uint64 // keeps downCmov's early loads from being dropped
 }
 
 type kent struct {
@@ -220,14 +221,21 @@ func (h *kheap) downCmov(j int) {
 	n := len(e)
 	x := e[j]
 	top := j
+	var touch uint64
 	for {
 		c := arity*j + 1
 		m := c
 		if c+arity <= n {
 			g := (*[arity]kent)(e[c : c+arity])
 			k0, k1, k2, k3 := g[0].key, g[1].key, g[2].key, g[3].key
-			// A tournament without borrows and masks, no branches: ties
-			// go to the lower slot, as in down.
+			if gc := arity*c + 1; gc+arity*arity <= n {
+				// Touch the four grandchild groups (four lines) now: the
+				// loads do not wait for this level's choice, so the next
+				// level's line is on its way while it is made.
+				touch += e[gc].key + e[gc+arity].key + e[gc+2*arity].key + e[gc+3*arity].key
+			}
+			// A tournament with borrows and masks, no branches: ties go
+			// to the lower slot, as in down.
 			_, p := bits.Sub64(k1, k0, 0) // 1 if k1 < k0
 			_, q := bits.Sub64(k3, k2, 0)
 			_, r := bits.Sub64(min(k2, k3), min(k0, k1), 0)
@@ -261,6 +269,7 @@ func (h *kheap) downCmov(j int) {
 	}
 	e[j] = x
 	pos[x.idx] = int32(j)
+	h.touch = touch
 }
 
 // check verifies the heap order and the position map; tests call it.

@@ -5,14 +5,14 @@
 # during a quiet minute (as -count back to back would). It then prints the
 # medians with benchstat and the ratio table of docs/performance.md.
 #
-# Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters'] [-k 'empty|exp10us']
+# Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters|ClosedLoop'] [-k 'empty|exp10us']
 #                             [-i impls] [-t benchtime] [-o raw.txt] [-hog]
 #   -hog  keep one core busy with another process during every round
 # Raw output goes to -o (default: a temporary file); keep it out of git.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-rounds=5 bench='Batch|Requesters' kinds='empty|spin1us|spin10us|spin100us|exp10us'
+rounds=5 bench='Batch|Requesters|ClosedLoop' kinds='empty|spin1us|spin10us|spin100us|exp10us'
 impls='balancer chanpool ants pond workerpool conc errgroup goroutine'
 benchtime=300ms out='' hog=0
 while [ $# -gt 0 ]; do

@@ -232,7 +232,8 @@ func (h *kheap) downCmov(j int) {
 				// Touch the four grandchild groups (four lines) now: the
 				// loads do not wait for this level's choice, so the next
 				// level's line is on its way while it is made.
-				touch += e[gc].key + e[gc+arity].key + e[gc+2*arity].key + e[gc+3*arity].key
+				gg := (*[arity * arity]kent)(e[gc : gc+arity*arity])
+				touch += gg[0].key + gg[arity].key + gg[2*arity].key + gg[3*arity].key
 			}
 			// A tournament with borrows and masks, no branches: ties go
 			// to the lower slot, as in down.

@@ -36,9 +36,9 @@ func init() {
 //
 // Pick costs one sift of the eligible heap, O(log n), plus O(1) on the
 // wheel (amortised: 1/8 of a bucket scanned a pick on average), and
-// allocates nothing: about 710 instructions at 10 000 members of weight
-// 1..100. A membership change costs O(n), and so does moving the keys' base,
-// once in at least 3W picks. Not safe for concurrent use.
+// allocates nothing: about 790 instructions and 55 ns at 10 000 members of
+// weight 1..100. A membership change costs O(n), and so does moving the
+// keys' base, once in at least 3W picks. Not safe for concurrent use.
 type SWRR struct {
 	members
 	ent   []swrrEnt

@@ -141,8 +141,8 @@ func (d *Dispatcher[R]) balance() {
 		// parks once per half buffer instead of once per request. park
 		// wakes them whenever there is room at all, so none waits for a
 		// balancer that has nothing left to free.
-		if in.waiters > 0 && in.admits() && in.n <= in.cap/2 {
-			in.broadcast()
+		if len(in.waitq) > 0 && in.admits() && in.n <= in.cap/2 {
+			in.offer()
 		}
 		exit := b.closing && in.closed && len(in.q) == 0 && b.next == len(b.backlog) &&
 			b.held == nil && b.total == 0
@@ -177,11 +177,11 @@ func (d *Dispatcher[R]) park() {
 	b := &d.b
 	in := &d.in
 	in.mu.Lock()
-	if in.waiters > 0 && in.admits() {
-		in.broadcast()
+	if len(in.waitq) > 0 && in.admits() {
+		in.offer()
 	}
 	needComp := b.held != nil || b.next < len(b.backlog) || b.room == 0 ||
-		in.waiters > 0 || (b.closing && b.total > 0)
+		len(in.waitq) > 0 || in.offered > 0 || (b.closing && b.total > 0)
 	state := parkedIdle
 	if needComp {
 		state = parkedNeedComp

@@ -218,7 +218,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 		// closed check and its append once closed is set under it.
 		d.in.mu.Lock()
 		d.in.closed = true
-		d.in.broadcast() // blocked submitters return ErrClosed
+		d.in.wakeAll() // blocked submitters return ErrClosed
 		d.in.mu.Unlock()
 		d.closing.Store(true)
 		d.wakeBalancer()

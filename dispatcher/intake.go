@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -18,32 +19,55 @@ type intake[R any] struct {
 	closed bool          // set by Close: no request is accepted after it
 	free   int           // with cap 0: requests the balancer could send right now
 
-	// Submitters that found no room wait for room to be closed: a
-	// broadcast, rebuilt on demand, so a blocked submit can also watch its
-	// context (sync.Cond cannot).
-	waiters int
-	room    chan struct{}
+	// Submitters that found no room wait in line, each on its own
+	// capacity-1 channel (so a blocked submit can also watch its context,
+	// which sync.Cond cannot). Room is offered to the first in line, one
+	// token per request that can be admitted: a crowd of blocked submitters
+	// is not woken for a single slot, and they get in by arrival order.
+	waitq   []chan struct{}
+	offered int // tokens sent whose receivers have not yet taken the lock
+	// chans recycles waiters' channels, so blocking on a full intake
+	// allocates nothing in the steady state. Per dispatcher, not global: a
+	// channel belongs to the synctest bubble that made it.
+	chans sync.Pool
+}
+
+func (in *intake[R]) getChan() chan struct{} {
+	if ch, ok := in.chans.Get().(chan struct{}); ok {
+		return ch
+	}
+	return make(chan struct{}, 1)
 }
 
 // admits reports whether one more request may be accepted: the buffer has
 // room or, for a zero buffer (Pike's unbuffered request channel), the
 // balancer could hand it to a worker right now: nothing is held and the
-// workers have more free slots than requests already waiting. Admitting up
-// to the free slots, not one request per balancer turn, keeps a crowd of
-// blocked submitters from being woken once per request. Called with mu
-// held.
+// workers have more free slots than requests already waiting. Called with
+// mu held.
 func (in *intake[R]) admits() bool {
 	return in.n < in.cap || in.n < in.free
 }
 
-// broadcast wakes every waiting submitter so each tries again. Called with
-// mu held.
-func (in *intake[R]) broadcast() {
-	if in.room != nil {
-		close(in.room)
-		in.room = nil
+// offer wakes as many waiting submitters, first in line first, as
+// requests can be admitted now, minus the offers still on their way.
+// Called with mu held.
+func (in *intake[R]) offer() {
+	k := max(in.cap, in.free) - in.n - in.offered
+	for ; k > 0 && len(in.waitq) > 0; k-- {
+		in.waitq[0] <- struct{}{} // capacity 1, one token per queued wait: never blocks
+		in.waitq = in.waitq[1:]
+		in.offered++
 	}
-	in.waiters = 0
+}
+
+// wakeAll wakes every waiting submitter (Close: they return ErrClosed).
+// Called with mu held.
+func (in *intake[R]) wakeAll() {
+	for _, ch := range in.waitq {
+		ch <- struct{}{}
+	}
+	in.offered += len(in.waitq)
+	in.waitq = nil
 }
 
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
@@ -51,26 +75,49 @@ func (in *intake[R]) broadcast() {
 func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
 	in := &d.in
 	in.mu.Lock()
+	offered := false
 	for !in.closed && !in.admits() {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
 		}
-		if in.room == nil {
-			in.room = make(chan struct{})
+		ch := in.getChan()
+		if offered {
+			// Room was offered to us and someone else took it first: keep
+			// our place at the front, and make sure the balancer looks at
+			// the line again (whoever took the room woke it, maybe before
+			// we were back in line).
+			in.waitq = slices.Insert(in.waitq, 0, ch)
+			in.mu.Unlock()
+			d.wakeBalancer()
+		} else {
+			in.waitq = append(in.waitq, ch)
+			in.mu.Unlock()
 		}
-		room := in.room
-		in.waiters++
-		in.mu.Unlock()
-		// Safe against lost wake-ups: the balancer broadcasts under mu
-		// whenever it leaves room with waiters counted, and Close
-		// broadcasts after setting closed.
+		// Safe against lost wake-ups: the balancer offers room under mu
+		// whenever it leaves room with submitters in line, and Close wakes
+		// them all after setting closed.
 		select {
-		case <-room:
+		case <-ch:
+			in.mu.Lock()
+			in.offered--
+			offered = true
 		case <-ctx.Done():
+			in.mu.Lock()
+			if i := slices.Index(in.waitq, ch); i >= 0 {
+				in.waitq = slices.Delete(in.waitq, i, i+1)
+			} else {
+				// Offered room under mu before we took it: the token is
+				// in ch. Take it and pass the offer on.
+				<-ch
+				in.offered--
+				in.offer()
+			}
+			in.mu.Unlock()
+			in.chans.Put(ch)
 			return ctx.Err()
 		}
-		in.mu.Lock()
+		in.chans.Put(ch)
 	}
 	if in.closed {
 		in.mu.Unlock()

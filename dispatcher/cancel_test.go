@@ -249,3 +249,50 @@ func TestAbandonedRequesters(t *testing.T) {
 	require.LessOrEqual(t, ran.Load(), s.Completed-100)
 	t.Logf("accepted futures %d, dispatched %d, ran %d", accepted.Load(), s.Dispatched, ran.Load())
 }
+
+// TestIntakeBufferBound: WithIntakeBuffer(n) with 0 < n < workers × depth
+// accepts at most n requests that no worker has taken. With 2 workers
+// (buffer 0) each running a blocker and intake 1, one more request is
+// accepted (held for a full worker) and the next TrySubmit is ErrBusy.
+// Regression: the zero-buffer admission count (free slots) was seeded with
+// workers × depth for every buffer size, so a positive buffer smaller than
+// that admitted workers × depth.
+func TestIntakeBufferBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := bubbleDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(1))
+		release := make(chan struct{})
+		released := false
+		defer func() { // on failure, leave nothing blocked in the bubble
+			if !released {
+				close(release)
+				_ = d.Close(context.Background())
+				<-d.Done()
+			}
+		}()
+		var futures []*dispatcher.Future[int]
+		for range 2 {
+			f, err := d.Submit(context.Background(), blocker(release))
+			require.NoError(t, err)
+			futures = append(futures, f)
+			synctest.Wait()
+		}
+		require.Equal(t, 2, d.Stats().Pending, "both workers busy")
+
+		f, err := d.TrySubmit(context.Background(), blocker(release))
+		require.NoError(t, err, "the intake buffer has room for one")
+		futures = append(futures, f)
+		synctest.Wait()
+
+		_, err = d.TrySubmit(context.Background(), blocker(release))
+		require.ErrorIs(t, err, dispatcher.ErrBusy, "intake buffer 1 already holds one request")
+
+		close(release)
+		released = true
+		for _, f := range futures {
+			v, err := f.Wait(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, -1, v)
+		}
+		closeBubble(t, d)
+	})
+}

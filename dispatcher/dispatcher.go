@@ -121,7 +121,12 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		stopped: make(chan struct{}),
 	}
 	d.in.cap = c.intake
-	d.in.free = c.workers * depth // every worker is empty until the balancer says otherwise
+	if c.intake == 0 {
+		// Every worker is empty until the balancer says otherwise. Only a
+		// zero buffer admits by free slots: the balancer never updates
+		// free for a positive one, which must bound admission alone.
+		d.in.free = c.workers * depth
+	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	p := pool.New(c.workers, worker.Config[*request[R]]{
 		Depth: depth,

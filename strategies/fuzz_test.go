@@ -239,6 +239,10 @@ func TestLeastRequestsMergesWhenIdleKeysOverflow(t *testing.T) {
 			a.resplit()
 			require.True(t, a.split, "split again once the stuck member caught up")
 		}
-		require.NoError(t, a.check())
+		// check is O(n): run it around the merge and the re-split, and
+		// sparsely elsewhere, so the test stays fast under -race.
+		if k < 200 || (k >= 5000 && k < 5200) || k%97 == 0 {
+			require.NoError(t, a.check())
+		}
 	}
 }

@@ -204,3 +204,60 @@ func TestDepthAtLeastOne(t *testing.T) {
 	stop(t, w, wg)
 	assert.Len(t, o.ran, 3)
 }
+
+// TestGoexitRacesTryTake: while the producer takes queued items back, the
+// worker runs items that call runtime.Goexit, so the loop moves to a new
+// goroutine between a claim and the next; every item ends exactly once
+// (ran, exited, or taken back), Done counts exactly those the worker
+// finished, and each Goexit is one replacement.
+func TestGoexitRacesTryTake(t *testing.T) {
+	const rounds, depth = 200, 16
+	for round := range rounds {
+		started, release := make(chan struct{}), make(chan struct{})
+		w, o, wg := containWorker(depth, func(item int) {
+			if item == 0 {
+				close(started)
+				<-release
+			}
+			if item%2 == 0 {
+				runtime.Goexit()
+			}
+		})
+		for i := range depth {
+			w.Push(i)
+		}
+		var taken []int
+		if round%2 == 1 {
+			// Item 0 claimed and running: its Goexit races the takes.
+			<-started
+		}
+		close(release)
+		for {
+			item, ok := w.TryTake()
+			if !ok {
+				break
+			}
+			taken = append(taken, item)
+		}
+		stop(t, w, wg)
+		ends := map[int]int{}
+		for item, n := range o.ran {
+			ends[item] += n
+		}
+		for item, n := range o.exited {
+			ends[item] += n
+			require.Zero(t, item%2, "item %d exited", item)
+		}
+		for _, item := range taken {
+			ends[item]++
+		}
+		for i := range depth {
+			require.Equal(t, 1, ends[i], "round %d: item %d ended %d times", round, i, ends[i])
+		}
+		require.Equal(t, uint64(depth-len(taken)), w.Done())
+		require.Equal(t, int64(len(o.exited)), w.Replaced())
+		if round%2 == 1 {
+			require.Equal(t, 1, o.exited[0])
+		}
+	}
+}

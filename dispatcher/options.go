@@ -18,7 +18,6 @@ type config struct {
 	workers      int
 	weights      []int
 	workerBuffer int
-	completion   int // -1: default (one slot per worker)
 	intake       int // -1: default
 	strategy     strategies.Strategy
 	strategyName string
@@ -30,7 +29,6 @@ func defaults() config {
 	return config{
 		workers:      runtime.GOMAXPROCS(0),
 		workerBuffer: 63, // depth 64: see WithWorkerBuffer
-		completion:   -1,
 		intake:       -1,
 		strategyName: strategies.Default,
 	}
@@ -82,7 +80,6 @@ func WithCompletionBuffer(n int) Option {
 		if n < 0 {
 			c.bad("completion buffer must be >= 0, got %d", n)
 		}
-		c.completion = n
 	})
 }
 

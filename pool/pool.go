@@ -19,8 +19,8 @@ type Pool[T any] struct {
 	group   errgroup.Group
 }
 
-// New starts n workers built from cfg (cfg.ID is set per worker, cfg.Spawn
-// is replaced by the pool's own, which owns every goroutine it starts).
+// New starts n workers built from cfg (cfg.Spawn is replaced by the pool's
+// own, which owns every goroutine it starts).
 func New[T any](n int, cfg worker.Config[T]) *Pool[T] {
 	p := &Pool[T]{cfg: cfg}
 	p.cfg.Spawn = func(f func()) { p.group.Go(func() error { f(); return nil }) }
@@ -32,13 +32,12 @@ func New[T any](n int, cfg worker.Config[T]) *Pool[T] {
 
 // Add starts a new worker and returns its index.
 func (p *Pool[T]) Add() int {
-	c := p.cfg
-	c.ID = len(p.workers)
-	w := worker.New(c)
+	i := len(p.workers)
+	w := worker.New(p.cfg)
 	p.workers = append(p.workers, w)
 	p.closed = append(p.closed, false)
 	w.Start()
-	return c.ID
+	return i
 }
 
 // Len returns the number of indices handed out, removed workers included.

@@ -21,8 +21,6 @@ import (
 // are called on the worker's goroutine; each must answer the item's
 // requester (exactly one of them runs per item).
 type Config[T any] struct {
-	// ID is the worker's index.
-	ID int
 	// Depth is the most items the producer keeps unfinished at this worker
 	// (pushed and not yet counted by Done); the ring holds that many.
 	Depth int

@@ -29,7 +29,7 @@ func burn(d time.Duration) {
 type faultRun struct {
 	requests, requesters, workers int
 	maxWork                       time.Duration // CPU per task, uniform in [0, maxWork)
-	completion                    int           // completion channel capacity
+	completion                    int           // WithCompletionBuffer: no effect since 3253775, kept in the subtest names
 	strategy                      string
 	seed                          uint64
 	bound                         time.Duration

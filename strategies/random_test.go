@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -37,22 +38,11 @@ func TestRandomizedShares(t *testing.T) {
 			}
 			for i := range w {
 				p := tc.want(i)
-				sd := sqrtf(p * (1 - p) / n)
+				sd := math.Sqrt(p * (1 - p) / n)
 				assert.InDelta(t, p, float64(counts[i])/n, 5*sd+1e-9, "%s seed %d member %d: %v", tc.name, seed, i, counts)
 			}
 		}
 	}
-}
-
-func sqrtf(x float64) float64 {
-	z := x
-	for range 50 {
-		if z == 0 {
-			return 0
-		}
-		z = (z + x/z) / 2
-	}
-	return z
 }
 
 // The alias table is exact: summing each column's probability mass per

@@ -20,11 +20,12 @@ const spinTurns = 3
 // balancer is the state the balancer goroutine owns: no locks guard it.
 type balancer[R any] struct {
 	strat strategies.Strategy
-	dyn   strategies.Dynamic // nil when strat cannot change membership
+	dyn   strategies.Dynamic   // nil when strat cannot change membership
+	batch strategies.BatchDone // nil when strat takes completions one by one
 	pool  *pool.Pool[*request[R]]
 	depth int // most requests counted against one worker
 
-	w     []slot
+	w     []slot[R]
 	room  int // live workers with a positive weight and room for one more
 	live  int // live workers
 	total int // requests pending over all workers
@@ -45,11 +46,16 @@ type balancer[R any] struct {
 
 	closing, abandonDone bool
 
+	// free holds finished Go requests collected from the workers' return
+	// rings, passed to the intake's spare list at the next intake lock.
+	free    []*request[R]
+	freeCap int // most Go requests kept for reuse
+
 	dispatched, completed, stalls int64
 	pend                          pendingStats
 }
 
-type slot struct {
+type slot[R any] struct {
 	weight     int
 	pending    int
 	maxPending int
@@ -61,14 +67,18 @@ type slot struct {
 	busySeen time.Duration // its Busy() then
 	per      time.Duration // the last mean duration per task, for Done
 	dirty    bool          // in balancer.dirty
+	ret      *retRing[R]   // the worker's finished Go requests
 }
 
 func (b *balancer[R]) init(s strategies.Strategy, p *pool.Pool[*request[R]], depth int, weights []int) {
 	b.strat, b.pool, b.depth = s, p, depth
 	b.dyn, _ = s.(strategies.Dynamic)
-	b.w = make([]slot, len(weights))
+	b.batch, _ = s.(strategies.BatchDone)
+	b.freeCap = max(1024, 2*depth*len(weights))
+	b.w = make([]slot[R], len(weights))
 	for i, w := range weights {
 		b.w[i].weight = w
+		b.w[i].ret = newRetRing[R](depth)
 		b.live++
 		if w > 0 {
 			b.room++
@@ -132,6 +142,9 @@ func (d *Dispatcher[R]) balance() {
 			clear(b.backlog)
 			b.backlog, in.q, b.next = in.q, b.backlog[:0], 0
 			took = true
+		}
+		if len(b.free) > 0 {
+			d.giveSpare()
 		}
 		if in.cap == 0 {
 			in.free = b.freeSlots()
@@ -241,6 +254,7 @@ func (d *Dispatcher[R]) reap() bool {
 		}
 		n := int(done - s.doneSeen)
 		s.doneSeen = done
+		b.free = s.ret.collect(b.free)
 		// Busy time is published per run of tasks, not per task (the clock
 		// was a sixth of the CPU of empty tasks): bill the change to the
 		// tasks reaped with it, or the last mean if it has not moved.
@@ -274,13 +288,13 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 	b := &d.b
 	if d.abandoned.Load() {
 		b.sent++
-		d.replyErr(r, d.abandon)
+		d.replyErrB(r, d.abandon)
 		return
 	}
 	i := b.strat.Pick(r.key)
 	if !b.pool.Live(i) {
 		b.sent++
-		d.replyErr(r, fmt.Errorf("%w: %d", ErrBadPick, i))
+		d.replyErrB(r, fmt.Errorf("%w: %d", ErrBadPick, i))
 		return
 	}
 	if b.w[i].pending >= b.depth {
@@ -297,6 +311,7 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 func (d *Dispatcher[R]) send(i int, r *request[R]) {
 	b := &d.b
 	s := &b.w[i]
+	r.ret = s.ret
 	b.pool.Worker(i).Put(r)
 	if !s.dirty {
 		s.dirty = true
@@ -314,6 +329,28 @@ func (d *Dispatcher[R]) send(i int, r *request[R]) {
 		b.room--
 	}
 	b.pend.sample(b.live)
+}
+
+// recycle keeps an async request the balancer answered itself.
+func (b *balancer[R]) recycle(r *request[R]) {
+	r.ctx, r.fn = nil, nil
+	b.free = append(b.free, r)
+}
+
+// giveSpare passes the collected Go requests to submitters, keeping at
+// most freeCap. Called with the intake's mu held.
+func (d *Dispatcher[R]) giveSpare() {
+	b, in := &d.b, &d.in
+	if len(in.spare) == 0 && len(b.free) <= b.freeCap {
+		in.spare, b.free = b.free, in.spare[:0]
+		return
+	}
+	k := min(len(b.free), b.freeCap-len(in.spare))
+	if k > 0 {
+		in.spare = append(in.spare, b.free[:k]...)
+	}
+	clear(b.free)
+	b.free = b.free[:0]
 }
 
 // publish makes the requests sent this turn visible to their workers.
@@ -339,8 +376,12 @@ func (d *Dispatcher[R]) complete(i, n int) {
 	if !had && b.hasRoom(i) {
 		b.room++
 	}
-	for range n {
-		b.strat.Done(i, s.per)
+	if b.batch != nil {
+		b.batch.DoneN(i, n, s.per)
+	} else {
+		for range n {
+			b.strat.Done(i, s.per)
+		}
 	}
 	b.pend.sample(b.live)
 	if b.held != nil && b.heldW == i && s.pending < b.depth {
@@ -356,7 +397,7 @@ func (d *Dispatcher[R]) abandonQueued() {
 	b := &d.b
 	if b.held != nil {
 		b.sent++
-		d.replyErr(b.held, d.abandon)
+		d.replyErrB(b.held, d.abandon)
 		b.held = nil
 	}
 	// Requests queued at workers would otherwise wait for (maybe never)
@@ -368,13 +409,13 @@ func (d *Dispatcher[R]) abandonQueued() {
 			if !ok {
 				break
 			}
-			d.replyErr(r, d.abandon)
+			d.replyErrB(r, d.abandon)
 			d.complete(i, 1)
 		}
 	}
 	for ; b.next < len(b.backlog); b.next++ {
 		b.sent++
-		d.replyErr(b.backlog[b.next], d.abandon)
+		d.replyErrB(b.backlog[b.next], d.abandon)
 		b.backlog[b.next] = nil
 	}
 	in := &d.in
@@ -384,6 +425,6 @@ func (d *Dispatcher[R]) abandonQueued() {
 	in.mu.Unlock()
 	for _, r := range q {
 		b.sent++
-		d.replyErr(r, d.abandon)
+		d.replyErrB(r, d.abandon)
 	}
 }

@@ -18,6 +18,7 @@ type intake[R any] struct {
 	cap    int           // most requests n may count (WithIntakeBuffer)
 	closed bool          // set by Close: no request is accepted after it
 	free   int           // with cap 0: requests the balancer could send right now
+	spare  []*request[R] // finished Go requests for reuse, refilled by the balancer
 
 	// Submitters that found no room wait in line, each on its own
 	// capacity-1 channel (so a blocked submit can also watch its context,
@@ -73,6 +74,45 @@ func (in *intake[R]) wakeAll() {
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
 func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	if err := d.admit(ctx, block); err != nil {
+		return err
+	}
+	d.push(r)
+	return nil
+}
+
+// enqueueGo is enqueue for Go: the request comes from the spare list under
+// the lock the submit takes anyway, so nothing is allocated or recycled
+// unless the request is accepted.
+func (d *Dispatcher[R]) enqueueGo(ctx context.Context, key uint64, fn Task[R]) error {
+	if err := d.admit(ctx, true); err != nil {
+		return err
+	}
+	in := &d.in
+	var r *request[R]
+	if n := len(in.spare); n > 0 {
+		r = in.spare[n-1]
+		in.spare = in.spare[:n-1]
+	} else {
+		r = &request[R]{async: true}
+	}
+	r.ctx, r.fn, r.key = ctx, fn, key
+	d.push(r)
+	return nil
+}
+
+// push appends r to the intake, which admit left locked, and unlocks it.
+func (d *Dispatcher[R]) push(r *request[R]) {
+	in := &d.in
+	in.q = append(in.q, r)
+	in.n++
+	in.mu.Unlock()
+	d.wakeBalancer()
+}
+
+// admit waits for room for one request and returns nil with in.mu held,
+// or an error with it released.
+func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 	in := &d.in
 	in.mu.Lock()
 	offered := false
@@ -123,9 +163,5 @@ func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) 
 		in.mu.Unlock()
 		return ErrClosed
 	}
-	in.q = append(in.q, r)
-	in.n++
-	in.mu.Unlock()
-	d.wakeBalancer()
 	return nil
 }

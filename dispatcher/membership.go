@@ -17,7 +17,7 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 			return fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		j := b.pool.Add()
-		b.w = append(b.w, slot{weight: weight})
+		b.w = append(b.w, slot[R]{weight: weight, ret: newRetRing[R](b.depth)})
 		b.live++
 		if weight > 0 {
 			b.room++

@@ -1,6 +1,9 @@
 package dispatcher
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // request is one submitted task and its answer. The worker writes res and
 // err, then signals done as its very last touch of the request, so the
@@ -13,22 +16,101 @@ type request[R any] struct {
 	err    error
 	done   chan struct{} // capacity 1: the answer never blocks a worker
 	future bool          // done is closed (many may wait) instead of sent on
-	async  bool          // submitted by Go: nobody waits; the worker recycles it
+	async  bool          // submitted by Go: nobody waits; never leaves the Go free list
+	// ret is where the worker running an async request hands it back
+	// (its worker's return ring); set by the balancer when it sends r.
+	ret *retRing[R]
 }
 
-// reply answers r, or recycles it when nobody waits for it (Go).
+// reply answers r on the worker that ran it, or hands it back to the
+// balancer when nobody waits for it (Go). The worker must not touch r
+// afterwards.
 func (d *Dispatcher[R]) reply(r *request[R], v R, err error) {
 	if r.async {
-		d.release(r)
+		r.ctx, r.fn = nil, nil
+		r.ret.push(r)
 		return
 	}
 	r.answer(v, err)
 }
 
-// replyErr answers r with err (see reply).
+// replyErr answers r with err (see reply). Worker goroutines only.
 func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 	var zero R
 	d.reply(r, zero, err)
+}
+
+// replyErrB answers r with err on the balancer goroutine, which owns
+// an unsent async request and recycles it itself.
+func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
+	if r.async {
+		d.b.recycle(r)
+		return
+	}
+	var zero R
+	r.answer(zero, err)
+}
+
+// retRing hands finished Go requests back from one worker (the only
+// producer) to the balancer (the only consumer), which passes them on to
+// submitters under the intake lock it takes anyway. The worker publishes
+// them retBatch at a time: recycling costs a slot write per request and an
+// atomic store per batch, where a sync.Pool paid a steal from another P's
+// pool on most Gets (workers Put, the submitter Gets). Up to retBatch-1
+// requests may wait at a worker until it finishes more; a full ring drops
+// the request for the garbage collector.
+type retRing[R any] struct {
+	buf      []*request[R]
+	mask     uint64
+	_        [64]byte
+	tail     atomic.Uint64 // published by the worker
+	put      uint64        // written by the worker, published or not
+	headSeen uint64        // the worker's last load of head
+	_        [64]byte
+	head     atomic.Uint64 // written by the balancer
+	_        [64]byte
+}
+
+// retBatch is how many returned requests a worker publishes at once.
+const retBatch = 16
+
+func newRetRing[R any](depth int) *retRing[R] {
+	size := 64
+	for size < 2*depth+retBatch {
+		size <<= 1
+	}
+	return &retRing[R]{buf: make([]*request[R], size), mask: uint64(size - 1)}
+}
+
+// push hands r back. Worker only.
+func (q *retRing[R]) push(r *request[R]) {
+	t := q.put
+	if t-q.headSeen > q.mask {
+		if q.headSeen = q.head.Load(); t-q.headSeen > q.mask {
+			return // full: let the garbage collector have it
+		}
+	}
+	q.buf[t&q.mask] = r
+	q.put = t + 1
+	if q.put%retBatch == 0 {
+		q.tail.Store(q.put)
+	}
+}
+
+// collect appends what the worker handed back to free. Balancer only.
+func (q *retRing[R]) collect(free []*request[R]) []*request[R] {
+	t := q.tail.Load()
+	h := q.head.Load()
+	if h == t {
+		return free
+	}
+	for ; h != t; h++ {
+		slot := &q.buf[h&q.mask]
+		free = append(free, *slot)
+		*slot = nil
+	}
+	q.head.Store(t)
+	return free
 }
 
 func (r *request[R]) answer(v R, err error) {

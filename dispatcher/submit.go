@@ -36,13 +36,7 @@ func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error
 	if err := check(ctx, fn); err != nil {
 		return err
 	}
-	r := d.reqs.Get().(*request[R])
-	r.ctx, r.fn, r.key, r.async = ctx, fn, key, true
-	if err := d.enqueue(ctx, r, true); err != nil {
-		d.release(r)
-		return err
-	}
-	return nil
+	return d.enqueueGo(ctx, key, fn)
 }
 
 // Keyed submits requests carrying a routing key, which affinity strategies
@@ -116,10 +110,10 @@ func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, erro
 	return v, err
 }
 
-// release clears r and returns it to the pool for the next Do.
+// release clears a Do request and returns it to the pool for the next Do.
 func (d *Dispatcher[R]) release(r *request[R]) {
 	var zero R
-	r.ctx, r.fn, r.res, r.err, r.async = nil, nil, zero, nil, false
+	r.ctx, r.fn, r.res, r.err = nil, nil, zero, nil
 	d.reqs.Put(r)
 }
 

@@ -98,6 +98,18 @@ func (s *LeastPending) Done(i int, _ time.Duration) {
 	}
 }
 
+// DoneN is n calls of Done(i, elapsed) with one heap fix.
+func (s *LeastPending) DoneN(i, n int, _ time.Duration) {
+	if i < 0 || i >= len(s.ent) || s.ent[i].pending == 0 || n <= 0 {
+		return
+	}
+	e := &s.ent[i]
+	e.pending -= min(n, e.pending)
+	if s.h.has(i) {
+		s.h.set(i, e.key())
+	}
+}
+
 // Pending returns member i's pending count as the strategy sees it.
 func (s *LeastPending) Pending(i int) int {
 	if i < 0 || i >= len(s.ent) {

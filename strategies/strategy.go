@@ -28,6 +28,14 @@ type Strategy interface {
 	Done(i int, elapsed time.Duration)
 }
 
+// BatchDone is implemented by strategies that can take several
+// completions of one member at once. DoneN(i, n, elapsed) must have the
+// effect of n calls of Done(i, elapsed); a caller that reaps completions in
+// batches (the dispatcher) uses it to update its state once per batch.
+type BatchDone interface {
+	DoneN(i, n int, elapsed time.Duration)
+}
+
 // Dynamic is a Strategy whose membership can change at runtime. Each change
 // keeps the algorithm's state sensible: no burst towards a new member and no
 // reset that starves anyone.

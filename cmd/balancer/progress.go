@@ -74,6 +74,11 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 				if bar != nil {
 					_ = bar.Finish()
 				}
+				if c.verbose {
+					// A last line at the end, so even a run shorter than
+					// verboseEvery shows its load once.
+					fmt.Fprintln(stderr, loadLine(d.Stats()))
+				}
 				return
 			case now := <-tk.C:
 				if bar != nil {

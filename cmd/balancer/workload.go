@@ -62,11 +62,7 @@ func spin(ctx context.Context, n int64, x uint64) (uint64, error) {
 	done := ctx.Done()
 	for n > 0 {
 		k := min(n, spinCheck)
-		for range k {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-		}
+		x = xorshift(k, x)
 		n -= k
 		// Yield between chunks: with more busy workers than cores, a task
 		// that never yields keeps the balancer goroutine off the CPU until
@@ -85,16 +81,35 @@ func spin(ctx context.Context, n int64, x uint64) (uint64, error) {
 	return x, nil
 }
 
-// itersPerNs is the speed of spin on this machine, measured once: the best
-// of a few short trials, so a busy moment does not inflate the work.
+// xorshift runs k rounds of xorshift64 on x.
+func xorshift(k int64, x uint64) uint64 {
+	for range k {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	return x
+}
+
+// calibSink keeps the calibration's result alive, so the compiler cannot
+// drop the loop.
+var calibSink uint64
+
+// itersPerNs is the speed of the busy loop on this machine, measured once:
+// the best of many trials of about 10 µs each. A trial that short is rarely
+// preempted, so on a shared machine the best one still shows the core's
+// real speed; long trials there all come out slow, and the demo's tasks
+// would then do less work than -work asks.
 var itersPerNs = sync.OnceValue(func() float64 {
-	const n = 1 << 18
+	const n = 1 << 14
 	best := time.Duration(math.MaxInt64)
-	for range 5 {
+	x := uint64(1)
+	for range 50 {
 		start := time.Now()
-		spin(context.Background(), n, 1)
+		x = xorshift(n, x)
 		best = min(best, time.Since(start))
 	}
+	calibSink = x
 	return n / float64(max(best, 1))
 })
 

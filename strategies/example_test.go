@@ -96,3 +96,15 @@ func ExampleDynamic() {
 	// 1 1 1
 	// true
 }
+
+// String routing keys: the same user always reaches the same member.
+func ExampleStringKey() {
+	s, err := strategies.New("consistent-hash", strategies.Equal(4))
+	if err != nil {
+		panic(err)
+	}
+	a := s.Pick(strategies.StringKey("user-42"))
+	b := s.Pick(strategies.StringKey("user-42"))
+	fmt.Println(a == b, strategies.StringKey("user-42") == strategies.StringKey("user-43"))
+	// Output: true false
+}

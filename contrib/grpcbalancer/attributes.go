@@ -3,6 +3,7 @@ package grpcbalancer
 import (
 	"context"
 
+	"github.com/gobalancer/balancer/strategies"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/resolver"
 )
@@ -49,7 +50,7 @@ func WithKey(ctx context.Context, key uint64) context.Context {
 	return context.WithValue(ctx, keyKey{}, key)
 }
 
-// routingKey returns the key of a call: WithKey's, else the FNV-1a hash of
+// routingKey returns the key of a call: WithKey's, else the strategies.StringKey hash of
 // the first value of the outgoing metadata header (when configured), else 0.
 func routingKey(ctx context.Context, header string) uint64 {
 	if ctx == nil {
@@ -63,18 +64,8 @@ func routingKey(ctx context.Context, header string) uint64 {
 	}
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		if v := md.Get(header); len(v) > 0 {
-			return fnv1a(v[0])
+			return strategies.StringKey(v[0])
 		}
 	}
 	return 0
-}
-
-// fnv1a hashes s without allocating (hash/fnv would need a []byte copy).
-func fnv1a(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }

@@ -3,6 +3,8 @@ package httpbalancer
 import (
 	"net/http"
 	"time"
+
+	"github.com/gobalancer/balancer/strategies"
 )
 
 // Option configures a Proxy at construction.
@@ -31,21 +33,21 @@ func WithKey(key func(*http.Request) uint64) Option {
 	return optionFunc(func(c *config) { c.key = key })
 }
 
-// KeyHeader keys a request by the FNV-1a hash of a header's value (for
+// KeyHeader keys a request by the strategies.StringKey hash of a header's value (for
 // example a user or session id), so one client sticks to one backend.
 func KeyHeader(name string) func(*http.Request) uint64 {
 	name = http.CanonicalHeaderKey(name)
 	return func(r *http.Request) uint64 {
 		if v := r.Header[name]; len(v) > 0 {
-			return fnv1a(v[0])
+			return strategies.StringKey(v[0])
 		}
 		return 0
 	}
 }
 
-// KeyPath keys a request by the FNV-1a hash of its URL path, so one resource
+// KeyPath keys a request by the strategies.StringKey hash of its URL path, so one resource
 // is served from one backend's cache.
-func KeyPath(r *http.Request) uint64 { return fnv1a(r.URL.Path) }
+func KeyPath(r *http.Request) uint64 { return strategies.StringKey(r.URL.Path) }
 
 // WithRetry turns the single retry on another backend on or off (default
 // on). A request is retried once when the backend fails before answering and
@@ -62,14 +64,4 @@ func WithEjectFor(d time.Duration) Option { return optionFunc(func(c *config) { 
 // backend, enough for a busy proxy not to churn connections).
 func WithTransport(rt http.RoundTripper) Option {
 	return optionFunc(func(c *config) { c.transport = rt })
-}
-
-// fnv1a hashes s without allocating (hash/fnv would need a []byte copy).
-func fnv1a(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }

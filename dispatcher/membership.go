@@ -41,11 +41,8 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 func (d *Dispatcher[R]) RemoveWorker(i int) error {
 	return d.exec(func() error {
 		b := &d.b
-		if b.dyn == nil {
-			return ErrNotDynamic
-		}
-		if !b.pool.Live(i) {
-			return fmt.Errorf("%w: %d", ErrNoWorker, i)
+		if err := b.changeable(i); err != nil {
+			return err
 		}
 		if err := b.dyn.Remove(i); err != nil {
 			return err
@@ -77,11 +74,8 @@ func (d *Dispatcher[R]) removeLocked(i int) {
 func (d *Dispatcher[R]) SetWeight(i, weight int) error {
 	return d.exec(func() error {
 		b := &d.b
-		if b.dyn == nil {
-			return ErrNotDynamic
-		}
-		if !b.pool.Live(i) {
-			return fmt.Errorf("%w: %d", ErrNoWorker, i)
+		if err := b.changeable(i); err != nil {
+			return err
 		}
 		if err := b.dyn.SetWeight(i, weight); err != nil {
 			return err
@@ -97,4 +91,16 @@ func (d *Dispatcher[R]) SetWeight(i, weight int) error {
 		}
 		return nil
 	})
+}
+
+// changeable reports why live worker i's membership cannot change, if it
+// cannot: a static strategy, or no such live worker.
+func (b *balancer[R]) changeable(i int) error {
+	if b.dyn == nil {
+		return ErrNotDynamic
+	}
+	if !b.pool.Live(i) {
+		return fmt.Errorf("%w: %d", ErrNoWorker, i)
+	}
+	return nil
 }

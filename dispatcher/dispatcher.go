@@ -89,6 +89,13 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	if len(c.errs) > 0 {
 		return nil, c.errs[0]
 	}
+	if c.completion >= 0 && c.engine != Channels {
+		return nil, fmt.Errorf("%w: %w: WithCompletionBuffer(%d) needs WithEngine(Channels): the %v engine has no completion channel",
+			ErrBadOption, ErrWrongEngine, c.completion, c.engine)
+	}
+	if c.engine == Channels {
+		return nil, fmt.Errorf("%w: the channel engine is not built yet", ErrBadOption)
+	}
 	if c.workers < 1 {
 		return nil, fmt.Errorf("%w: workers must be at least 1, got %d", ErrBadOption, c.workers)
 	}

@@ -17,6 +17,10 @@ var (
 	ErrNilContext = errors.New("dispatcher: nil context")
 	// ErrBadOption: an option is out of range or contradicts another.
 	ErrBadOption = errors.New("dispatcher: bad option")
+	// ErrWrongEngine: an option applies only to the other engine (for
+	// example WithCompletionBuffer with the rings engine). New's error
+	// matches both it and ErrBadOption.
+	ErrWrongEngine = errors.New("dispatcher: option needs the other engine")
 	// ErrNoWorker: the index names no live worker.
 	ErrNoWorker = errors.New("dispatcher: no such worker")
 	// ErrNotDynamic: the strategy does not support membership changes.

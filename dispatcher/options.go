@@ -19,6 +19,8 @@ type config struct {
 	weights      []int
 	workerBuffer int
 	intake       int // -1: default
+	completion   int // -1: not given (WithCompletionBuffer, channel engine only)
+	engine       Engine
 	strategy     strategies.Strategy
 	strategyName string
 	strategyOpts []strategies.Option
@@ -30,6 +32,8 @@ func defaults() config {
 		workers:      runtime.GOMAXPROCS(0),
 		workerBuffer: 63, // depth 64: see WithWorkerBuffer
 		intake:       -1,
+		completion:   -1,
+		engine:       DefaultEngine,
 		strategyName: strategies.Default,
 	}
 }
@@ -71,15 +75,18 @@ func WithWorkerBuffer(n int) Option {
 	})
 }
 
-// WithCompletionBuffer is kept for compatibility and has no effect:
-// workers now count completions in atomic counters the balancer reads, so
-// there is no completion channel to size. Negative values are still
-// rejected.
+// WithCompletionBuffer sets the capacity of the channel engine's
+// completion channel, on which every worker sends one message per finished
+// request (default: the number of workers; 0 is unbuffered, as in Pike's
+// design, where a worker waits for the balancer to take each completion).
+// The rings engine has no completion channel: with it, New returns an error
+// matching ErrWrongEngine.
 func WithCompletionBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
 			c.bad("completion buffer must be >= 0, got %d", n)
 		}
+		c.completion = n
 	})
 }
 

@@ -12,12 +12,12 @@ import (
 // channel cost a lock on both sides per request and a rendezvous whenever
 // it was unbuffered or full.
 type intake[R any] struct {
-	mu     sync.Mutex
-	q      []*request[R] // submitted, not yet taken by the balancer
-	n      int           // accepted and not yet sent to a worker (q, the balancer's backlog, held)
-	cap    int           // most requests n may count (WithIntakeBuffer)
-	free   int           // with cap 0: requests the balancer could send right now
-	spare  []*request[R] // finished Go requests for reuse, refilled by the balancer
+	mu    sync.Mutex
+	q     []*request[R] // submitted, not yet taken by the balancer
+	n     int           // accepted and not yet sent to a worker (q, the balancer's backlog, held)
+	cap   int           // most requests n may count (WithIntakeBuffer)
+	free  int           // with cap 0: requests the balancer could send right now
+	spare []*request[R] // finished Go requests for reuse, refilled by the balancer
 
 	// Submitters that found no room wait in line, each on its own
 	// capacity-1 channel (so a blocked submit can also watch its context,

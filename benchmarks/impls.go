@@ -38,6 +38,7 @@ type Impl struct {
 var Impls = []Impl{
 	{"balancer", newBalancer},
 	{"chanpool", newChanPool},
+	{"pike", newPike},
 	{"ants", newAnts},
 	{"pond", newPond},
 	{"workerpool", newWorkerPool},

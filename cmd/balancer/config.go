@@ -54,6 +54,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(io.Discard) // we print the one-line error ourselves
 	fs.IntVar(&c.requesters, "requesters", defRequesters, "requester goroutines; each waits for its answer before its next request (Pike's demo)")
 	fs.IntVar(&c.workers, "workers", defWorkers, "worker goroutines (implied by -weights)")
+	// Pike's names, so that his demo's command lines run unchanged.
+	nRequester := fs.Int("nRequester", defRequesters, "alias of -requesters (Pike's name)")
+	nWorker := fs.Int("nWorker", defWorkers, "alias of -workers (Pike's name)")
 	fs.IntVar(&c.requests, "requests", defRequests, "total requests")
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
@@ -87,6 +90,18 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.seed = *seed
+	for _, a := range []struct {
+		alias, name string
+		v, dst      *int
+	}{{"nRequester", "requesters", nRequester, &c.requesters}, {"nWorker", "workers", nWorker, &c.workers}} {
+		if !set[a.alias] {
+			continue
+		}
+		if set[a.name] && *a.v != *a.dst {
+			return nil, fmt.Errorf("-%s %d contradicts -%s %d: they are the same flag", a.alias, *a.v, a.name, *a.dst)
+		}
+		*a.dst = *a.v
+	}
 
 	var err error
 	if c.weights, err = parseInts("-weights", *weights); err != nil {
@@ -122,8 +137,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	if c.weights != nil {
-		if set["workers"] && c.workers != len(c.weights) {
-			return nil, fmt.Errorf("-workers %d contradicts the %d weights of -weights", c.workers, len(c.weights))
+		if (set["workers"] || set["nWorker"]) && c.workers != len(c.weights) {
+			return nil, fmt.Errorf("%s %d contradicts the %d weights of -weights", spelled(set, "workers", "nWorker"),
+				c.workers, len(c.weights))
 		}
 		c.workers = len(c.weights)
 	}
@@ -135,7 +151,8 @@ func (c *config) validate(set map[string]bool) error {
 	positive := []struct {
 		name string
 		v    int
-	}{{"-requesters", c.requesters}, {"-workers", c.workers}, {"-requests", c.requests}, {"-rounds", c.rounds}}
+	}{{spelled(set, "requesters", "nRequester"), c.requesters}, {spelled(set, "workers", "nWorker"), c.workers},
+		{"-requests", c.requests}, {"-rounds", c.rounds}}
 	for _, p := range positive {
 		if p.v < 1 {
 			return fmt.Errorf("%s must be positive, got %d", p.name, p.v)
@@ -196,7 +213,7 @@ func (c *config) validate(set map[string]bool) error {
 	}
 	// Modes exclude each other: say so rather than ignore a flag.
 	if c.picks > 0 {
-		for _, f := range []string{"requesters", "requests", "speeds", "worker-buffer", "completion-buffer", "work",
+		for _, f := range []string{"requesters", "nRequester", "requests", "speeds", "worker-buffer", "completion-buffer", "work",
 			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v"} {
 			if set[f] {
 				return fmt.Errorf("-picks runs no workers: -%s has no effect on it", f)
@@ -212,6 +229,15 @@ func (c *config) validate(set map[string]bool) error {
 		return errors.New("-rounds needs a -worker-buffer list of at least two values, e.g. 0,15,63")
 	}
 	return nil
+}
+
+// spelled names a flag as the user gave it, so that an error about
+// -nWorker 0 does not speak of a -workers the user never typed.
+func spelled(set map[string]bool, name, alias string) string {
+	if set[alias] && !set[name] {
+		return "-" + alias
+	}
+	return "-" + name
 }
 
 // checkWeights rejects what the strategies would reject, with the flag's name.

@@ -37,6 +37,13 @@ func TestBadInput(t *testing.T) {
 		{"completion list with rounds", []string{"-completion-buffer", "0,8", "-rounds", "3"}, "measure a -worker-buffer list instead"},
 		{"both lists", []string{"-worker-buffer", "0,15", "-completion-buffer", "0,8"}, "measure a -worker-buffer list instead"},
 		{"workers contradict weights", []string{"-workers", "4", "-weights", "1,2"}, "contradicts"},
+		{"nWorker contradicts workers", []string{"-nWorker", "4", "-workers", "8"}, "-nWorker 4 contradicts -workers 8"},
+		{"nRequester contradicts requesters", []string{"-requesters", "8", "-nRequester", "2"},
+			"-nRequester 2 contradicts -requesters 8"},
+		{"zero nWorker", []string{"-nWorker", "0"}, "-nWorker must be positive, got 0"},
+		{"zero nRequester", []string{"-nRequester", "0"}, "-nRequester must be positive, got 0"},
+		{"nWorker contradicts weights", []string{"-nWorker", "4", "-weights", "1,2"}, "-nWorker 4 contradicts the 2 weights"},
+		{"picks with nRequester", []string{"-picks", "10", "-nRequester", "3"}, "-picks runs no workers: -nRequester"},
 		{"bad dist", []string{"-dist", "normal"}, "-dist must be const, uniform or exp"},
 		{"panic rate above 1", []string{"-panic-rate", "1.5"}, "-panic-rate must be within [0, 1]"},
 		{"negative cancel rate", []string{"-cancel-rate", "-0.1"}, "-cancel-rate must be within [0, 1]"},
@@ -72,7 +79,7 @@ func TestHelp(t *testing.T) {
 	code, out, errs := runArgs(t, "-h")
 	require.Equal(t, exitOK, code)
 	assert.Empty(t, out)
-	for _, f := range []string{"-requesters", "-workers", "-requests", "-strategy", "-weights", "-worker-buffer",
+	for _, f := range []string{"-requesters", "-nRequester", "-workers", "-nWorker", "-requests", "-strategy", "-weights", "-worker-buffer",
 		"-completion-buffer", "-work", "-dist", "-seed", "-picks", "-keys", "-json", "-speeds", "-panic-rate",
 		"-cancel-rate", "-churn", "-v", "-compare", "-rounds", "-plot"} {
 		assert.Regexp(t, `(?m)^  `+f+`\b`, errs, "help lists %s", f)
@@ -100,6 +107,31 @@ func TestWorkerBufferList(t *testing.T) {
 	c, err := parseConfig([]string{"-completion-buffer", "0"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 0, c.completion)
+}
+
+// Pike's -nRequester and -nWorker are the same flags as -requesters and
+// -workers: alone they set them; with the same value as the other
+// spelling they are redundant, not an error.
+func TestPikeAliases(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nRequester", "5", "-nWorker", "3"},
+		{"-nRequester", "5", "-requesters", "5", "-nWorker", "3", "-workers", "3"},
+		{"-requesters", "5", "-nWorker", "3"},
+	} {
+		c, err := parseConfig(args, nil)
+		require.NoError(t, err, args)
+		assert.Equal(t, 5, c.requesters, args)
+		assert.Equal(t, 3, c.workers, args)
+	}
+	c, err := parseConfig([]string{"-nWorker", "3", "-weights", "1,1,2"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.workers)
+
+	r := runReport(t, "-requests", "200", "-nRequester", "6", "-nWorker", "3", "-work", "20us")
+	assert.Equal(t, 6, r.Requesters)
+	assert.Equal(t, 3, r.Workers)
+	assert.Len(t, r.PerWorker, 3)
+	assert.Equal(t, 200, r.Completed)
 }
 
 func TestWeightsImplyWorkers(t *testing.T) {

@@ -18,7 +18,7 @@ func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := runOnce(ctx, c, p, name, c.workerBuffer, stderr)
+		res, err := runOnce(ctx, c, p, c.setupWith(func(s *setup) { s.strategy = name }), stderr)
 		if err != nil {
 			return err
 		}

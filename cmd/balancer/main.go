@@ -50,13 +50,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.progress = cfg.progress && !cfg.json && !cfg.verbose && isTerminal(stderr)
 
+	ax := cfg.axis()
 	switch {
 	case cfg.picks > 0:
 		err = runPicks(cfg, stdout)
 	case len(cfg.compare) > 0:
 		err = runCompare(ctx, cfg, stdout, stderr)
-	case len(cfg.workerBuffers) > 1:
-		err = runRounds(ctx, cfg, stdout, stderr)
+	case ax != nil:
+		err = runRounds(ctx, cfg, ax, stdout, stderr)
 	default:
 		err = runSingle(ctx, cfg, stdout, stderr)
 	}

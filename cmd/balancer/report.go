@@ -58,9 +58,9 @@ type Worker struct {
 	removed    bool
 }
 
-func buildReport(c *config, name string, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
+func buildReport(c *config, s setup, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
 	r := Report{
-		Strategy: name, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
+		Strategy: s.strategy, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
 		ElapsedNS: elapsed.Nanoseconds(),
 		Pending:   Pending{Mean: st.RunPendingMean, StdDev: st.RunPendingStdDev},
 	}
@@ -193,7 +193,7 @@ func dur(ns int64) string {
 
 // runSingle is the default mode: one run, its report, and the plot.
 func runSingle(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	res, err := runOnce(ctx, c, newPlan(c), c.strategy, c.workerBuffer, stderr)
+	res, err := runOnce(ctx, c, newPlan(c), c.setupWith(nil), stderr)
 	if err != nil {
 		return err
 	}

@@ -62,9 +62,16 @@ func TestHumanReport(t *testing.T) {
 
 // Every request is answered exactly once, whatever the faults:
 // completed + errors == requests, panics and cancellations among errors.
+// On each engine (the channel one with Pike's unbuffered completions).
 func TestFaultsAccountForEveryRequest(t *testing.T) {
-	r := runReport(t, with("-requests", "600", "-panic-rate", "0.1", "-cancel-rate", "0.2",
-		"-churn", "5ms", "-worker-buffer", "2", "-completion-buffer", "0")...)
+	for _, e := range [][]string{{"-engine", "rings"}, {"-engine", "channels", "-completion-buffer", "0"}} {
+		t.Run(e[1], func(t *testing.T) { faultsAccount(t, e...) })
+	}
+}
+
+func faultsAccount(t *testing.T, engine ...string) {
+	r := runReport(t, with(append(engine, "-requests", "600", "-panic-rate", "0.1", "-cancel-rate", "0.2",
+		"-churn", "5ms", "-worker-buffer", "2")...)...)
 	assert.Equal(t, 600, r.Requests)
 	assert.Equal(t, r.Requests, r.Completed+r.Errors)
 	assert.Positive(t, r.Panics)

@@ -34,6 +34,7 @@ func TestCompare(t *testing.T) {
 	require.Len(t, reports, len(names))
 	for i, r := range reports {
 		assert.Equal(t, names[i], r.Strategy)
+		assert.Equal(t, "rings", r.Engine)
 		assert.Equal(t, r.Requests, r.Completed+r.Errors)
 	}
 }
@@ -64,6 +65,7 @@ func TestRounds(t *testing.T) {
 	code, out, errs = runArgs(t, with("-worker-buffer", "0,4", "-rounds", "2", "-v")...)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "worker buffer, 2 interleaved rounds")
+	assert.Contains(t, out, "\nengine rings, intake buffer 4 × (worker buffer + 1), seed 1\n")
 	assert.Contains(t, out, "baseline")
 	assert.Contains(t, out, "within noise")
 	assert.Contains(t, out, "Mann-Whitney U against worker buffer 0")
@@ -111,8 +113,9 @@ func roundsJSON(t *testing.T, param string, values []any, args ...string) {
 	require.Equal(t, exitOK, code, errs)
 	var rr struct {
 		Parameter string `json:"parameter"`
-		Rounds    int    `json:"rounds"`
-		Values    []struct {
+		Settings
+		Rounds int `json:"rounds"`
+		Values []struct {
 			Parameter   string    `json:"parameter"`
 			Value       any       `json:"value"`
 			Throughputs []float64 `json:"throughputs_per_s"`
@@ -132,6 +135,25 @@ func roundsJSON(t *testing.T, param string, values []any, args ...string) {
 		assert.GreaterOrEqual(t, v.PThroughput, 0.0)
 	}
 	assert.InDelta(t, 1, rr.Values[0].Ratio, 1e-12)
+	var top map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &top))
+	assert.NotContains(t, top, param, "the list's own knob is in values")
+	assert.Equal(t, uint64(1), rr.Seed)
+	assert.Equal(t, "20µs", rr.Work)
+	assert.Equal(t, "exp", rr.Dist)
+	if param != "worker_buffer" {
+		require.NotNil(t, rr.WorkerBuffer)
+		assert.Equal(t, 16, *rr.WorkerBuffer)
+		require.NotNil(t, rr.IntakeBuffer)
+		assert.Equal(t, 4*17, *rr.IntakeBuffer)
+	}
+	if param == "engine" {
+		require.NotNil(t, rr.CompletionBuffer, "the channels rounds' completion buffer")
+		assert.Equal(t, 4, *rr.CompletionBuffer)
+	}
+	if param == "completion_buffer" {
+		assert.Equal(t, "channels", rr.Engine)
+	}
 }
 
 // Paired rounds over the engines: the same machinery and table as a
@@ -140,6 +162,7 @@ func TestEngineRounds(t *testing.T) {
 	code, out, errs := runArgs(t, with("-engine", "channels,rings", "-rounds", "3", "-v")...)
 	require.Equal(t, exitOK, code, errs)
 	roundsTable(t, out, "engine", "channels", "rings")
+	assert.Contains(t, out, "\nworker buffer 16, intake buffer 68, completion buffer 4 on channels, seed 1\n")
 	assert.Contains(t, errs, "round 3: engine rings:")
 
 	roundsJSON(t, "engine", []any{"rings", "channels"}, with("-engine", "rings,channels", "-rounds", "3")...)
@@ -152,6 +175,7 @@ func TestCompletionBufferRounds(t *testing.T) {
 	code, out, errs := runArgs(t, args...)
 	require.Equal(t, exitOK, code, errs)
 	roundsTable(t, out, "completion buffer", "0", "64")
+	assert.Contains(t, out, "\nengine channels, worker buffer 16, intake buffer 68, seed 1\n")
 
 	roundsJSON(t, "completion_buffer", []any{0, 64}, args...)
 }

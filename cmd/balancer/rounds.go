@@ -44,6 +44,25 @@ func (c *config) axis() *axis {
 	return nil
 }
 
+// settings are the knobs the rounds share: the list's own is left out.
+func (a *axis) settings(c *config) Settings {
+	st := settingsOf(c, a.setups[0])
+	switch a.param {
+	case "worker_buffer":
+		st.WorkerBuffer, st.IntakeBuffer = nil, nil
+	case "completion_buffer":
+		st.CompletionBuffer = nil
+	case "engine":
+		st.Engine, st.CompletionBuffer = "", nil
+		for _, s := range a.setups {
+			if s.completion >= 0 {
+				st.CompletionBuffer = ptr(s.completion) // the channels value's
+			}
+		}
+	}
+	return st
+}
+
 func (a *axis) add(v any, s setup) {
 	a.values = append(a.values, v)
 	a.setups = append(a.setups, s)
@@ -66,10 +85,11 @@ type ValueSummary struct {
 
 // RoundsReport is the -json output of a rounds run.
 type RoundsReport struct {
-	Parameter string         `json:"parameter"` // worker_buffer, engine or completion_buffer
-	Strategy  string         `json:"strategy"`
-	Rounds    int            `json:"rounds"` // completed rounds
-	Values    []ValueSummary `json:"values"` // in the order of the list; the first is the baseline
+	Parameter string `json:"parameter"` // worker_buffer, engine or completion_buffer
+	Strategy  string `json:"strategy"`
+	Settings
+	Rounds int            `json:"rounds"` // completed rounds
+	Values []ValueSummary `json:"values"` // in the order of the list; the first is the baseline
 }
 
 // runRounds measures each value of the list in interleaved rounds: every
@@ -123,7 +143,7 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 		s.Significant = i > 0 && (s.PThroughput < alpha || s.PP99 < alpha)
 	}
 	if c.json {
-		rep := &RoundsReport{Parameter: ax.param, Strategy: c.strategy, Rounds: n, Values: sums}
+		rep := &RoundsReport{Parameter: ax.param, Strategy: c.strategy, Settings: ax.settings(c), Rounds: n, Values: sums}
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
@@ -137,8 +157,18 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 }
 
 func printRounds(w io.Writer, c *config, ax *axis, sums []ValueSummary) {
-	fmt.Fprintf(w, "%s, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n\n",
+	fmt.Fprintf(w, "%s, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n",
 		ax.title, len(sums[0].Throughputs), c.strategy, c.requesters, c.workers, c.requests, c.work, c.dist)
+	st := ax.settings(c)
+	var extra []string
+	switch {
+	case ax.param == "worker_buffer":
+		extra = append(extra, fmt.Sprintf("intake buffer %d × (worker buffer + 1)", c.workers))
+	case ax.param == "engine" && st.CompletionBuffer != nil:
+		extra = append(extra, fmt.Sprintf("completion buffer %d on channels", *st.CompletionBuffer))
+		st.CompletionBuffer = nil
+	}
+	fmt.Fprintf(w, "%s, seed %d\n\n", st.describe(extra...), c.seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\tmedian req/s\tmedian p99\tratio\tp (req/s)\tp (p99)\tverdict\t\n", ax.title)
 	for i, s := range sums {

@@ -14,8 +14,8 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// Report is the run's report. Its JSON field names are a stable interface
-// (DESIGN.md, "The demo binary"): scripts depend on them.
+// Report is the run's report. Its JSON field names are a stable interface:
+// scripts depend on them.
 type Report struct {
 	Strategy   string `json:"strategy"`
 	Requesters int    `json:"requesters"`

@@ -180,6 +180,9 @@ func (c *config) validate(set map[string]bool) error {
 			}
 		}
 	}
+	if err := c.checkSizes(set); err != nil {
+		return err
+	}
 	if c.work < 0 || c.churn < 0 {
 		return fmt.Errorf("-work and -churn must be >= 0")
 	}
@@ -255,6 +258,36 @@ func (c *config) validate(set map[string]bool) error {
 				dflt = " (the default)"
 			}
 			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine%s has no completion channel", e, dflt)
+		}
+	}
+	return nil
+}
+
+// checkSizes applies the dispatcher's size limits, so that a size it
+// would refuse is bad input (exit 2) rather than a failed run, and so that
+// nothing is sized by a count it would refuse. Ranges are checked first:
+// the product cannot overflow.
+func (c *config) checkSizes(set map[string]bool) error {
+	switch {
+	case c.weights != nil && c.workers > dispatcher.MaxWorkers:
+		return fmt.Errorf("-weights: %d weights, more than the %d workers a dispatcher runs (dispatcher.MaxWorkers)",
+			c.workers, dispatcher.MaxWorkers)
+	case c.workers > dispatcher.MaxWorkers:
+		return fmt.Errorf("%s must be at most %d (dispatcher.MaxWorkers), got %d",
+			spelled(set, "workers", "nWorker"), dispatcher.MaxWorkers, c.workers)
+	}
+	for _, v := range c.workerBuffers {
+		if v >= dispatcher.MaxBuffer {
+			return fmt.Errorf("-worker-buffer must be below %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
+		}
+		if c.workers > dispatcher.MaxBuffer/(v+1) {
+			return fmt.Errorf("%d workers × (-worker-buffer %d + 1) is more than the %d requests all worker queues may hold (dispatcher.MaxBuffer)",
+				c.workers, v, dispatcher.MaxBuffer)
+		}
+	}
+	for _, v := range c.completions {
+		if v > dispatcher.MaxBuffer {
+			return fmt.Errorf("-completion-buffer must be at most %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,6 +131,57 @@ func TestStatsAccountBusyAtEnd(t *testing.T) {
 				require.Equal(t, int64(1), s.Workers[0].Completed)
 				require.GreaterOrEqual(t, s.Workers[0].Busy, 2*time.Millisecond)
 			}
+		})
+	}
+}
+
+// TestPendingFigureAfterRemove: Pike's mean and deviation of pending are
+// over live workers; a removed worker still draining its queue used to stay
+// in the sums (mean inflated, variance negative and clamped to 0).
+func TestPendingFigureAfterRemove(t *testing.T) {
+	for _, e := range dispatcher.Engines {
+		t.Run("engine="+e.String(), func(t *testing.T) {
+			d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2),
+				dispatcher.WithStrategyName("round-robin"), dispatcher.WithWorkerBuffer(4))
+			gate := make(chan struct{})
+			release := sync.OnceFunc(func() { close(gate) })
+			defer release() // also when a require fails: Close must not wait on gate
+			ctx := context.Background()
+			var fs []*dispatcher.Future[int]
+			// Round-robin alternates: the odd requests go to worker 1 and
+			// wait there; the even ones finish on worker 0.
+			for k := range 6 {
+				f, err := d.Submit(ctx, func(context.Context) (int, error) {
+					if k%2 == 1 {
+						<-gate
+					}
+					return 1, nil
+				})
+				require.NoError(t, err)
+				fs = append(fs, f)
+			}
+			require.Eventually(t, func() bool { return d.Stats().Pending == 3 }, 5*time.Second, time.Millisecond)
+			require.NoError(t, d.RemoveWorker(1))
+			s := d.Stats()
+			require.Equal(t, 3, s.Workers[1].Pending, "the removed worker still drains")
+			require.InDelta(t, 0.0, s.PendingMean, 1e-9, "the mean is over the one live worker")
+			require.InDelta(t, 0.0, s.PendingStdDev, 1e-9)
+			// Many events with the removed worker's 3 requests still queued:
+			// counted against the live worker, they would hold the run's
+			// mean at 3 or above, where the live worker has at most 1.
+			for range 200 {
+				_, err := d.Do(ctx, ok(1))
+				require.NoError(t, err)
+			}
+			require.Less(t, d.Stats().RunPendingMean, 1.5)
+			release()
+			for _, f := range fs {
+				_, err := waitFuture(t, f, 5*time.Second)
+				require.NoError(t, err)
+			}
+			s = d.Stats()
+			require.InDelta(t, 0.0, s.PendingMean, 1e-9)
+			require.Zero(t, s.Pending)
 		})
 	}
 }

@@ -67,6 +67,9 @@ func (d *Dispatcher[R]) removeLocked(i int) {
 	if b.hasRoom(i) {
 		b.room--
 	}
+	// Pike's figure is over live workers: one that drains its queue after
+	// removal leaves the sums now, or the mean counts it over too few.
+	b.pend.add(b.w[i].pending, -b.w[i].pending)
 	b.w[i].removed = true
 	b.live--
 	b.links.remove(i)
@@ -91,6 +94,13 @@ func (d *Dispatcher[R]) SetWeight(i, weight int) error {
 		}
 		had := b.hasRoom(i)
 		b.w[i].weight = weight
+		if weight == 0 && b.held != nil && b.heldW == i {
+			// Drained from now on: a request held for it would reach it
+			// after this call returns. Pick again, as RemoveWorker does.
+			r := b.held
+			b.held = nil
+			d.dispatch(r)
+		}
 		if now := b.hasRoom(i); had != now {
 			if now {
 				b.room++

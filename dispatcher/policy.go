@@ -179,7 +179,9 @@ func (b *balancer[R]) account(i, n int) {
 func (b *balancer[R]) complete(i, n int) {
 	s := &b.w[i]
 	had := b.hasRoom(i)
-	b.pend.add(s.pending, -n)
+	if !s.removed { // a removed worker left Pike's figure when it was removed
+		b.pend.add(s.pending, -n)
+	}
 	s.pending -= n
 	b.total -= n
 	s.completed += int64(n)

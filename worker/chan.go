@@ -58,9 +58,11 @@ func (w *Chan[T]) Send(item T) { w.in <- item }
 // producer can answer it without running it. Safe while the worker runs:
 // a channel hands each item to one receiver.
 func (w *Chan[T]) TryTake() (item T, ok bool) {
+	// ok is false for a closed channel too (a removed worker whose queue
+	// is empty): there is nothing to take back.
 	select {
-	case item = <-w.in:
-		return item, true
+	case item, ok = <-w.in:
+		return item, ok
 	default:
 		return item, false
 	}

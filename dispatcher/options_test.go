@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,6 +49,69 @@ func TestBadOptions(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestCompletionBufferNeedsChannels: rings has no completion channel, so
+// WithCompletionBuffer there, given the engine or not, is refused with an
+// error naming both why (ErrWrongEngine) and what (ErrBadOption), instead
+// of being silently ignored.
+func TestCompletionBufferNeedsChannels(t *testing.T) {
+	require.Equal(t, dispatcher.Rings, dispatcher.DefaultEngine, "the default-engine cell below assumes rings")
+	for _, tc := range []struct {
+		name string
+		opts []dispatcher.Option
+	}{
+		{"explicit rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithCompletionBuffer(4)}},
+		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
+		{"default engine", []dispatcher.Option{dispatcher.WithCompletionBuffer(1)}},
+		{"channels then rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithCompletionBuffer(1), dispatcher.WithEngine(dispatcher.Rings)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := dispatcher.New[int](tc.opts...)
+			require.ErrorIs(t, err, dispatcher.ErrWrongEngine)
+			require.ErrorIs(t, err, dispatcher.ErrBadOption)
+			require.Nil(t, d)
+		})
+	}
+	for _, n := range []int{0, 4} {
+		t.Run(fmt.Sprintf("channels/completion=%d", n), func(t *testing.T) {
+			d := newDispatcher(t, dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
+			v, err := d.Do(context.Background(), ok(n))
+			require.NoError(t, err)
+			require.Equal(t, n, v)
+		})
+	}
+}
+
+// TestEngineNames: WithEngine accepts only the two engines; ParseEngine
+// reads their names in any case and refuses anything else with
+// ErrBadOption; each engine's String parses back to it.
+func TestEngineNames(t *testing.T) {
+	d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Engine(99)))
+	require.ErrorIs(t, err, dispatcher.ErrBadOption)
+	require.Nil(t, d)
+	_, err = dispatcher.New[int](dispatcher.WithEngine(0))
+	require.ErrorIs(t, err, dispatcher.ErrBadOption, "the zero Engine is no engine")
+
+	require.Equal(t, []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings}, dispatcher.Engines)
+	for _, eng := range dispatcher.Engines {
+		got, err := dispatcher.ParseEngine(eng.String())
+		require.NoError(t, err)
+		require.Equal(t, eng, got)
+	}
+	for name, want := range map[string]dispatcher.Engine{
+		"channels": dispatcher.Channels, "Channels": dispatcher.Channels, "CHANNELS": dispatcher.Channels,
+		"rings": dispatcher.Rings, "Rings": dispatcher.Rings,
+	} {
+		got, err := dispatcher.ParseEngine(name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"", "channel", "ring", "chan", " rings", "rings ", "1", "Engine(1)", "default"} {
+		_, err := dispatcher.ParseEngine(name)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption, "%q", name)
+	}
+	require.Equal(t, "Engine(99)", dispatcher.Engine(99).String())
 }
 
 // TestBadCalls: a nil task or context, bad membership arguments: each a

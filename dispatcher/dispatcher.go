@@ -8,11 +8,14 @@
 // sends only to a worker with room, and when the picked worker is full it
 // stops taking requests and serves completions until there is room.
 //
-// Unlike the textbook version too, the hot path has no channel operation
-// per request besides the answer: the intake is a locked slice the balancer
-// swaps out whole, each worker's queue is a single-producer ring, and
-// completions are per-worker atomic counters. Channels only wake a
-// goroutine that parked with nothing to do (docs/performance.md).
+// Two engines carry requests (WithEngine). Channels is the textbook
+// topology: a shared request channel, a buffered channel per worker and a
+// completion channel with one message per finished request. Rings has no
+// channel operation per request besides the answer: the intake is a locked
+// slice the balancer swaps out whole, each worker's queue is a
+// single-producer ring, and completions are per-worker atomic counters;
+// channels only wake a goroutine that parked with nothing to do. Both run
+// the same balancer policy and give the same guarantees (docs/design.md).
 package dispatcher
 
 import (
@@ -23,7 +26,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/strategies"
 	"github.com/gobalancer/balancer/worker"
 )
@@ -41,21 +43,25 @@ type Task[R any] func(ctx context.Context) (R, error)
 // Cost, measured on 2 cores (docs/performance.md): about the cost of pond
 // v2 per empty task; Do and Go allocate nothing, Submit allocates the Future.
 type Dispatcher[R any] struct {
-	in intake[R]
+	// life is the one lifecycle state: open, then draining once Close has
+	// fenced the intake, abandoning once Close's context ended first,
+	// stopped once every goroutine has exited. It only moves forward.
+	life    atomic.Int32
+	abandon error // the answer of abandoned requests; set before abandoning
 
-	// The balancer's wake-up: it parks only when it has nothing to do, and
-	// whoever clears state from a parked value sends the one token.
+	in    intake[R]    // the rings engine's intake
+	rings *rings[R]    // set for the rings engine
+	chans *channels[R] // set for the channel engine
+
+	// The rings balancer's wake-up: it parks only when it has nothing to
+	// do, and whoever clears state from a parked value sends the one token.
 	state      atomic.Int32
 	wake       chan struct{} // capacity 1
 	ctl        chan func()
 	ctlWaiting atomic.Int32 // control calls about to send on ctl
 
-	closed    atomic.Bool // Close has begun: exec refuses
-	closing   atomic.Bool // intake is fenced: drain and stop
-	abandoned atomic.Bool
-	abandon   error // the answer of abandoned requests; set before abandoned
-	stopped   chan struct{}
-	panics    atomic.Int64
+	stopped chan struct{}
+	panics  atomic.Int64
 
 	closeOnce   sync.Once
 	abandonOnce sync.Once
@@ -66,14 +72,25 @@ type Dispatcher[R any] struct {
 	b balancer[R] // owned by the balancer goroutine
 }
 
-// Balancer states: running, or parked waiting for intake, control or
-// Close only (idle), or also for a completion (needComp): only then do
-// workers pay a wake-up after a task.
+// lifecycle is Dispatcher.life's type.
+type lifecycle = int32
+
 const (
-	running int32 = iota
-	parkedIdle
-	parkedNeedComp
+	lifeOpen lifecycle = iota
+	lifeDraining
+	lifeAbandoning
+	lifeStopped
 )
+
+// advance moves the lifecycle forward to st (never back).
+func (d *Dispatcher[R]) advance(st lifecycle) {
+	for {
+		cur := d.life.Load()
+		if cur >= st || d.life.CompareAndSwap(cur, st) {
+			return
+		}
+	}
+}
 
 // New starts a dispatcher and its workers. Bad options yield an error
 // wrapping ErrBadOption (and the strategy's own error, if any).
@@ -92,9 +109,6 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	if c.completion >= 0 && c.engine != Channels {
 		return nil, fmt.Errorf("%w: %w: WithCompletionBuffer(%d) needs WithEngine(Channels): the %v engine has no completion channel",
 			ErrBadOption, ErrWrongEngine, c.completion, c.engine)
-	}
-	if c.engine == Channels {
-		return nil, fmt.Errorf("%w: the channel engine is not built yet", ErrBadOption)
 	}
 	if c.workers < 1 {
 		return nil, fmt.Errorf("%w: workers must be at least 1, got %d", ErrBadOption, c.workers)
@@ -127,48 +141,59 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
 	}
-	d.in.cap = c.intake
-	if c.intake == 0 {
-		// Every worker is empty until the balancer says otherwise. Only a
-		// zero buffer admits by free slots: the balancer never updates
-		// free for a positive one, which must bound admission alone.
-		d.in.free = c.workers * depth
-	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
-	p := pool.New(c.workers, worker.Config[*request[R]]{
+	var l links[R]
+	switch c.engine {
+	case Channels:
+		if c.completion < 0 {
+			c.completion = c.workers
+		}
+		d.chans = newChannels(d, c.workers, depth, c.intake, c.completion)
+		l = d.chans
+	default:
+		d.in.cap = c.intake
+		if c.intake == 0 {
+			// Every worker is empty until the balancer says otherwise. Only
+			// a zero buffer admits by free slots: the balancer never
+			// updates free for a positive one, which must bound admission
+			// alone.
+			d.in.free = c.workers * depth
+		}
+		d.rings = newRings(d, c.workers, depth)
+		l = d.rings
+	}
+	d.b.init(strat, l, depth, weights)
+	if d.chans != nil {
+		go d.balanceChannels()
+	} else {
+		go d.balanceRings()
+	}
+	return d, nil
+}
+
+// workerConfig is what every worker of either engine does with a request.
+func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
+	return worker.Config[*request[R]]{
 		Depth: depth,
 		Run:   d.run,
 		Panicked: func(r *request[R], v any, stack []byte) {
 			d.panics.Add(1)
 			d.replyErr(r, &PanicError{Value: v, Stack: stack})
 		},
-		Exited:    func(r *request[R]) { d.replyErr(r, ErrTaskExited) },
-		Completed: d.workerDone,
-	})
-	d.b.init(strat, p, depth, weights)
-	go d.balance()
-	return d, nil
+		Exited: func(r *request[R]) { d.replyErr(r, ErrTaskExited) },
+	}
 }
 
 // wakeBalancer wakes the balancer if it is parked. Never blocks: only the
 // caller whose CompareAndSwap leaves a parked state sends, and the balancer
-// takes exactly one token per such change.
+// takes exactly one token per such change. The channel engine's balancer
+// waits in its select, where a lifecycle change arrives as a kick.
 func (d *Dispatcher[R]) wakeBalancer() {
-	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
-		d.wake <- struct{}{}
+	if d.chans != nil {
+		d.chans.wake()
+		return
 	}
-}
-
-// workerDone runs on a worker after each finished task, with the tasks
-// still queued at it. The balancer is woken only when it waits for a
-// completion (a full worker, waiting submitters, a drain), and then only
-// once the worker's queue is at most half full: one wake-up per half queue
-// instead of one per task while every worker is saturated, and the worker
-// still has half a queue to run while the balancer gets a core. The worker
-// reaches that point without help, so no wake-up is lost.
-func (d *Dispatcher[R]) workerDone(queued int) {
-	if d.state.Load() == parkedNeedComp && queued <= d.b.depth/2 &&
-		d.state.CompareAndSwap(parkedNeedComp, running) {
+	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
 		d.wake <- struct{}{}
 	}
 }
@@ -177,7 +202,7 @@ func (d *Dispatcher[R]) workerDone(queued int) {
 // dispatcher abandoned it or its requester's context ended while queued.
 // count comes before the answer so Stats, read after an answer, has it.
 func (d *Dispatcher[R]) run(r *request[R], count func()) {
-	if d.abandoned.Load() {
+	if d.life.Load() >= lifeAbandoning {
 		count()
 		d.replyErr(r, d.abandon)
 		return
@@ -225,14 +250,16 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 		return ErrNilContext
 	}
 	d.closeOnce.Do(func() {
-		d.closed.Store(true)
-		// The intake's lock is the fence: no submitter is between its
-		// closed check and its append once closed is set under it.
-		d.in.mu.Lock()
-		d.in.closed = true
-		d.in.wakeAll() // blocked submitters return ErrClosed
-		d.in.mu.Unlock()
-		d.closing.Store(true)
+		if d.chans != nil {
+			d.chans.fenceIntake()
+		} else {
+			// The intake's lock is the fence: no submitter is between its
+			// lifecycle check and its append once the state moves under it.
+			d.in.mu.Lock()
+			d.advance(lifeDraining)
+			d.in.wakeAll() // blocked submitters return ErrClosed
+			d.in.mu.Unlock()
+		}
 		d.wakeBalancer()
 	})
 	select {
@@ -248,7 +275,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 	}
 	d.abandonOnce.Do(func() {
 		d.abandon = fmt.Errorf("%w: %w", ErrClosed, ctx.Err())
-		d.abandoned.Store(true)
+		d.advance(lifeAbandoning)
 		d.wakeBalancer()
 	})
 	return ctx.Err()
@@ -257,7 +284,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 // exec runs f on the balancer goroutine and returns its error, or
 // ErrClosed when the dispatcher is closing or stopped.
 func (d *Dispatcher[R]) exec(f func() error) error {
-	if d.closed.Load() {
+	if d.life.Load() != lifeOpen {
 		return ErrClosed
 	}
 	return d.call(f)
@@ -269,7 +296,9 @@ func (d *Dispatcher[R]) call(f func() error) error {
 	// Announce the call so a busy balancer looks at ctl (it does not poll
 	// the channel: a select per loop costs more than the atomic).
 	d.ctlWaiting.Add(1)
-	d.wakeBalancer()
+	if d.rings != nil {
+		d.wakeBalancer()
+	}
 	select {
 	case d.ctl <- func() { errc <- f() }:
 	case <-d.stopped:

@@ -6,19 +6,18 @@ import (
 	"sync"
 )
 
-// intake is the shared request queue: a slice that submitters append to
+// intake is the rings engine's shared request queue: a slice that submitters append to
 // under mu and that the balancer swaps out whole. A submit costs one
 // uncontended lock and, only when the balancer sleeps, one wake-up; a
 // channel cost a lock on both sides per request and a rendezvous whenever
 // it was unbuffered or full.
 type intake[R any] struct {
-	mu     sync.Mutex
-	q      []*request[R] // submitted, not yet taken by the balancer
-	n      int           // accepted and not yet sent to a worker (q, the balancer's backlog, held)
-	cap    int           // most requests n may count (WithIntakeBuffer)
-	closed bool          // set by Close: no request is accepted after it
-	free   int           // with cap 0: requests the balancer could send right now
-	spare  []*request[R] // finished Go requests for reuse, refilled by the balancer
+	mu    sync.Mutex
+	q     []*request[R] // submitted, not yet taken by the balancer
+	n     int           // accepted and not yet sent to a worker (q, the balancer's backlog, held)
+	cap   int           // most requests n may count (WithIntakeBuffer)
+	free  int           // with cap 0: requests the balancer could send right now
+	spare []*request[R] // finished Go requests for reuse, refilled by the balancer
 
 	// Submitters that found no room wait in line, each on its own
 	// capacity-1 channel (so a blocked submit can also watch its context,
@@ -74,6 +73,9 @@ func (in *intake[R]) wakeAll() {
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
 func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	if d.chans != nil {
+		return d.chans.enqueue(ctx, r, block)
+	}
 	if err := d.admit(ctx, block); err != nil {
 		return err
 	}
@@ -85,6 +87,15 @@ func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) 
 // the lock the submit takes anyway, so nothing is allocated or recycled
 // unless the request is accepted.
 func (d *Dispatcher[R]) enqueueGo(ctx context.Context, key uint64, fn Task[R]) error {
+	if e := d.chans; e != nil {
+		r := e.goReqs.Get().(*request[R])
+		r.ctx, r.fn, r.key = ctx, fn, key
+		err := e.enqueue(ctx, r, true)
+		if err != nil {
+			e.recycle(r)
+		}
+		return err
+	}
 	if err := d.admit(ctx, true); err != nil {
 		return err
 	}
@@ -116,7 +127,7 @@ func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 	in := &d.in
 	in.mu.Lock()
 	offered := false
-	for !in.closed && !in.admits() {
+	for d.life.Load() == lifeOpen && !in.admits() {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
@@ -136,7 +147,7 @@ func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
 		// whenever it leaves room with submitters in line, and Close wakes
-		// them all after setting closed.
+		// them all after moving the lifecycle past open.
 		select {
 		case <-ch:
 			in.mu.Lock()
@@ -159,7 +170,7 @@ func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 		}
 		in.chans.Put(ch)
 	}
-	if in.closed {
+	if d.life.Load() != lifeOpen {
 		in.mu.Unlock()
 		return ErrClosed
 	}

@@ -102,7 +102,7 @@ func TestLineOfferedKeepsItsPlace(t *testing.T) {
 
 		// Close wakes the rest; they are refused.
 		d.in.mu.Lock()
-		d.in.closed = true
+		d.life.Store(lifeDraining)
 		d.in.wakeAll()
 		d.in.mu.Unlock()
 		synctest.Wait()
@@ -122,7 +122,7 @@ func TestLineCloseRacesOffer(t *testing.T) {
 		d.in.mu.Lock()
 		d.in.n = 0
 		d.in.offer()
-		d.in.closed = true
+		d.life.Store(lifeDraining)
 		d.in.wakeAll()
 		require.Equal(t, 2, d.in.offered)
 		d.in.mu.Unlock()

@@ -16,8 +16,8 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
-		j := b.pool.Add()
-		b.w = append(b.w, slot[R]{weight: weight, ret: newRetRing[R](b.depth)})
+		j := b.links.add()
+		b.w = append(b.w, slot{weight: weight})
 		b.live++
 		if weight > 0 {
 			b.room++
@@ -60,7 +60,7 @@ func (d *Dispatcher[R]) removeLocked(i int) {
 	}
 	b.w[i].removed = true
 	b.live--
-	_ = b.pool.Remove(i)
+	b.links.remove(i)
 	if b.held != nil && b.heldW == i {
 		// Its pick can no longer be honoured: pick again.
 		r := b.held
@@ -99,7 +99,7 @@ func (b *balancer[R]) changeable(i int) error {
 	if b.dyn == nil {
 		return ErrNotDynamic
 	}
-	if !b.pool.Live(i) {
+	if !b.isLive(i) {
 		return fmt.Errorf("%w: %d", ErrNoWorker, i)
 	}
 	return nil

@@ -18,7 +18,9 @@ type request[R any] struct {
 	future bool          // done is closed (many may wait) instead of sent on
 	async  bool          // submitted by Go: nobody waits; never leaves the Go free list
 	// ret is where the worker running an async request hands it back
-	// (its worker's return ring); set by the balancer when it sends r.
+	// (its worker's return ring, rings engine); set by the balancer when
+	// it sends r. Nil on the channel engine, which recycles through a
+	// sync.Pool.
 	ret *retRing[R]
 }
 
@@ -28,7 +30,11 @@ type request[R any] struct {
 func (d *Dispatcher[R]) reply(r *request[R], v R, err error) {
 	if r.async {
 		r.ctx, r.fn = nil, nil
-		r.ret.push(r)
+		if r.ret != nil {
+			r.ret.push(r)
+		} else {
+			d.chans.goReqs.Put(r)
+		}
 		return
 	}
 	r.answer(v, err)
@@ -44,7 +50,7 @@ func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 // an unsent async request and recycles it itself.
 func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
 	if r.async {
-		d.b.recycle(r)
+		d.b.links.recycle(r)
 		return
 	}
 	var zero R

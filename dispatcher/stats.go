@@ -53,7 +53,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		Pending:    b.total,
 		Held:       b.held != nil,
 		Stalls:     b.stalls,
-		Replaced:   b.pool.Replaced(),
+		Replaced:   b.links.replaced(),
 		Panics:     d.panics.Load(),
 	}
 	var live int
@@ -111,4 +111,14 @@ func (ps *pendingStats) run() (mean, stddev float64) {
 	}
 	e := float64(ps.events)
 	return ps.sumMean / e, math.Sqrt(math.Max(0, ps.sumVar/e))
+}
+
+// reap counts every completion the workers have reported, so a snapshot
+// taken after a request's answer includes it.
+func (d *Dispatcher[R]) reap() {
+	if d.chans != nil {
+		d.chans.reap()
+	} else {
+		d.rings.reap()
+	}
 }

@@ -1,29 +1,39 @@
 // Package pool owns the balancer's worker set: it creates, starts, grows,
-// shrinks and stops the workers and gives each worker by index.
-// It has no selection logic. A Pool is not safe for concurrent use: the
-// balancer goroutine owns it.
+// shrinks and stops the workers, owns every goroutine they run, and gives
+// each worker by index. It has no selection logic. A Pool is not safe for
+// concurrent use: the balancer goroutine owns it.
 package pool
 
 import (
 	"fmt"
-
-	"github.com/gobalancer/balancer/worker"
-	"golang.org/x/sync/errgroup"
+	"sync"
 )
 
-// Pool is the set of workers, indexed from 0; indices are never reused.
-type Pool[T any] struct {
-	cfg     worker.Config[T]
-	workers []*worker.Worker[T]
-	closed  []bool
-	group   errgroup.Group
+// Member is what the pool needs of a worker (worker.Worker or worker.Chan).
+type Member interface {
+	// Start runs the worker's loop on a goroutine started by the spawn
+	// function the worker was made with.
+	Start()
+	// Close makes the worker exit once it has run what it was given.
+	Close()
+	// Replaced returns how many of its goroutines a task's Goexit replaced.
+	Replaced() int64
 }
 
-// New starts n workers built from cfg (cfg.Spawn is replaced by the pool's
-// own, which owns every goroutine it starts).
-func New[T any](n int, cfg worker.Config[T]) *Pool[T] {
-	p := &Pool[T]{cfg: cfg}
-	p.cfg.Spawn = func(f func()) { p.group.Go(func() error { f(); return nil }) }
+// Pool is the set of workers, indexed from 0; indices are never reused.
+type Pool[W Member] struct {
+	make    func(i int, spawn func(func())) W
+	spawn   func(func())
+	workers []W
+	closed  []bool
+	wg      sync.WaitGroup
+}
+
+// New starts n workers, each built by make with its index and the spawn
+// function it must start its goroutines with (the pool owns them all).
+func New[W Member](n int, make func(i int, spawn func(func())) W) *Pool[W] {
+	p := &Pool[W]{make: make}
+	p.spawn = func(f func()) { p.wg.Go(f) }
 	for range n {
 		p.Add()
 	}
@@ -31,9 +41,9 @@ func New[T any](n int, cfg worker.Config[T]) *Pool[T] {
 }
 
 // Add starts a new worker and returns its index.
-func (p *Pool[T]) Add() int {
+func (p *Pool[W]) Add() int {
 	i := len(p.workers)
-	w := worker.New(p.cfg)
+	w := p.make(i, p.spawn)
 	p.workers = append(p.workers, w)
 	p.closed = append(p.closed, false)
 	w.Start()
@@ -41,18 +51,18 @@ func (p *Pool[T]) Add() int {
 }
 
 // Len returns the number of indices handed out, removed workers included.
-func (p *Pool[T]) Len() int { return len(p.workers) }
+func (p *Pool[W]) Len() int { return len(p.workers) }
 
-// Worker returns worker i, for its producer (the balancer) to push to and
+// Worker returns worker i, for its producer (the balancer) to send to and
 // read counters from.
-func (p *Pool[T]) Worker(i int) *worker.Worker[T] { return p.workers[i] }
+func (p *Pool[W]) Worker(i int) W { return p.workers[i] }
 
 // Live reports whether worker i exists and has not been removed.
-func (p *Pool[T]) Live(i int) bool { return i >= 0 && i < len(p.workers) && !p.closed[i] }
+func (p *Pool[W]) Live(i int) bool { return i >= 0 && i < len(p.workers) && !p.closed[i] }
 
 // Remove closes worker i: it runs what it has queued, counts it and
-// exits. Nothing must be pushed to it afterwards.
-func (p *Pool[T]) Remove(i int) error {
+// exits. Nothing must be given to it afterwards.
+func (p *Pool[W]) Remove(i int) error {
 	if !p.Live(i) {
 		return fmt.Errorf("pool: no live worker %d", i)
 	}
@@ -61,12 +71,8 @@ func (p *Pool[T]) Remove(i int) error {
 	return nil
 }
 
-// TryTake removes an item still queued at worker i (removed or not) without
-// blocking; see worker.Worker.TryTake.
-func (p *Pool[T]) TryTake(i int) (T, bool) { return p.workers[i].TryTake() }
-
 // Replaced returns how many worker goroutines were replaced after a Goexit.
-func (p *Pool[T]) Replaced() int64 {
+func (p *Pool[W]) Replaced() int64 {
 	var n int64
 	for _, w := range p.workers {
 		n += w.Replaced()
@@ -75,7 +81,7 @@ func (p *Pool[T]) Replaced() int64 {
 }
 
 // Stop removes every live worker. Wait then returns once all have exited.
-func (p *Pool[T]) Stop() {
+func (p *Pool[W]) Stop() {
 	for i := range p.workers {
 		if !p.closed[i] {
 			p.closed[i] = true
@@ -85,5 +91,6 @@ func (p *Pool[T]) Stop() {
 }
 
 // Wait blocks until every goroutine the pool started has exited. Workers
-// never wait for the balancer, so Wait needs nothing from the caller.
-func (p *Pool[T]) Wait() { _ = p.group.Wait() }
+// never wait for the balancer once it stops giving them work, so Wait
+// needs nothing from the caller.
+func (p *Pool[W]) Wait() { p.wg.Wait() }

@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newPool starts n workers of ints that add each item to sum (an item of -1
 // calls runtime.Goexit).
-func newPool(n int, sum *atomic.Int64) *pool.Pool[int] {
-	return pool.New(n, worker.Config[int]{
+func newPool(n int, sum *atomic.Int64) *pool.Pool[*worker.Worker[int]] {
+	return newPoolOf(n, worker.Config[int]{
 		Depth: 4,
 		Run: func(item int, count func()) {
 			if item == -1 {
@@ -32,8 +32,17 @@ func newPool(n int, sum *atomic.Int64) *pool.Pool[int] {
 	})
 }
 
+// newPoolOf starts n ring workers made from cfg.
+func newPoolOf(n int, cfg worker.Config[int]) *pool.Pool[*worker.Worker[int]] {
+	return pool.New(n, func(_ int, spawn func(func())) *worker.Worker[int] {
+		c := cfg
+		c.Spawn = spawn
+		return worker.New(c)
+	})
+}
+
 // waitBounded runs Wait and fails the test if it does not return in time.
-func waitBounded(t *testing.T, p *pool.Pool[int]) {
+func waitBounded(t *testing.T, p *pool.Pool[*worker.Worker[int]]) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { p.Wait(); close(done) }()
@@ -106,7 +115,7 @@ func TestStopRunsQueued(t *testing.T) {
 func TestTryTake(t *testing.T) {
 	var sum atomic.Int64
 	gate := make(chan struct{})
-	p := pool.New(1, worker.Config[int]{
+	p := newPoolOf(1, worker.Config[int]{
 		Depth:    4,
 		Run:      func(item int, count func()) { <-gate; sum.Add(int64(item)); count() },
 		Panicked: func(int, any, []byte) {},
@@ -122,7 +131,7 @@ func TestTryTake(t *testing.T) {
 	// The worker holds item 1 (blocked on gate) or has not taken it yet;
 	// TryTake gets whatever is still queued.
 	for {
-		item, ok := p.TryTake(0)
+		item, ok := p.Worker(0).TryTake()
 		if !ok {
 			break
 		}
@@ -136,6 +145,6 @@ func TestTryTake(t *testing.T) {
 	require.Equal(t, int64(111), sum.Load()+int64(taken), "each item run or taken, once")
 	require.Equal(t, uint64(3-takenItems), w.Done(), "the worker counts only what it ran")
 	require.Positive(t, takenItems, "items queued behind a blocked item can be taken back")
-	_, ok := p.TryTake(0)
+	_, ok := p.Worker(0).TryTake()
 	require.False(t, ok)
 }

@@ -12,7 +12,6 @@
 package worker
 
 import (
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 )
@@ -85,6 +84,7 @@ type Worker[T any] struct {
 	seen    uint64        // tail as last loaded: items up to it need no load
 	ran     int           // items since the busy time was last published
 	counted bool          // the current item has been counted
+	exit    bool          // the loop stopped normally: no replacement
 	start   time.Time
 	_       pad
 }
@@ -201,6 +201,7 @@ func (w *Worker[T]) claim(h uint64) T {
 func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 
 func (w *Worker[T]) loop() {
+	defer w.respawn()
 	for {
 		h := w.head.Load()
 		// TryTake may have moved head past seen: >=, not ==.
@@ -210,6 +211,7 @@ func (w *Worker[T]) loop() {
 		if h >= w.seen {
 			w.publishBusy()
 			if !w.sleep() {
+				w.exit = true
 				close(w.stopped)
 				return
 			}
@@ -224,10 +226,19 @@ func (w *Worker[T]) loop() {
 			w.start = time.Now()
 		}
 		w.counted = false
-		if !w.runOne(item) {
-			return // Goexit: a replacement goroutine has taken over the loop
-		}
+		contain(&w.cfg, item, w.count)
 		w.finish() // in case Run returned without counting
+	}
+}
+
+// respawn continues the loop on a fresh goroutine when this one is leaving
+// for any reason but a normal stop: a task's Goexit, including one that
+// resumes after a deferred call's panic was recovered (recover cannot stop
+// a Goexit, so the loop cannot tell from the item alone).
+func (w *Worker[T]) respawn() {
+	if !w.exit {
+		w.replaced.Add(1)
+		w.cfg.Spawn(w.loop)
 	}
 }
 
@@ -237,10 +248,16 @@ func (w *Worker[T]) finish() {
 		return
 	}
 	w.counted = true
-	w.done.Add(1)
-	if w.ran++; w.ran >= flushEvery {
+	w.ran++
+	if h := w.head.Load(); h >= w.seen {
+		w.seen = w.tail.Load()
+	}
+	if w.ran >= flushEvery || w.head.Load() >= w.seen {
+		// Publish before counting when nothing is queued behind: whoever
+		// reads the counters after this item's answer finds its busy time.
 		w.publishBusy()
 	}
+	w.done.Add(1)
 	if w.cfg.Completed != nil {
 		// seen may be behind tail: a lower bound, and no load of the
 		// producer's cache line per item.
@@ -273,32 +290,4 @@ func (w *Worker[T]) sleep() bool {
 		<-w.wake
 	}
 	return w.head.Load() != w.tail.Load() || !w.closed.Load()
-}
-
-// runOne runs one item, turning a panic into Panicked and a Goexit into
-// Exited plus a replacement goroutine. It returns false after a Goexit.
-func (w *Worker[T]) runOne(item T) (ok bool) {
-	normal := false
-	defer func() {
-		if normal {
-			return
-		}
-		if v := recover(); v != nil {
-			stack := debug.Stack()
-			w.finish()
-			w.cfg.Panicked(item, v, stack)
-			ok = true
-			return
-		}
-		// recover returned nil without a normal return: runtime.Goexit. This
-		// goroutine cannot be kept, so a fresh one continues the same loop
-		// with the same state once the item is counted and answered.
-		w.replaced.Add(1)
-		w.finish()
-		w.cfg.Exited(item)
-		w.cfg.Spawn(w.loop)
-	}()
-	w.cfg.Run(item, w.count)
-	normal = true
-	return true
 }

@@ -1,0 +1,185 @@
+package dispatcher
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/gobalancer/balancer/pool"
+	"github.com/gobalancer/balancer/worker"
+)
+
+// channels is the channel engine: Pike's topology. Submitters send on one
+// shared request channel; the balancer receives requests and completions
+// in one select, sends each request on the picked worker's buffered
+// channel, and every worker sends its index on the shared completion
+// channel once per finished request.
+//
+// Deadlock-free at any buffers by one rule: the balancer sends only to a
+// worker with room (fewer than depth pending), so the send never waits
+// for a worker that waits on the completion channel; while the picked
+// worker is full the request case is nil and the balancer only serves
+// completions (and control) until the worker has room.
+type channels[R any] struct {
+	d    *Dispatcher[R]
+	pool *pool.Pool[*worker.Chan[*request[R]]]
+
+	reqs chan *request[R] // the shared request channel (WithIntakeBuffer)
+	done chan int         // the completion channel (WithCompletionBuffer)
+	kick chan struct{}    // capacity 1: a lifecycle change to look at
+
+	// fence makes Close's "no request accepted after this" exact: a
+	// submitter holds it for reading from its closed check to the end of
+	// its send; Close takes it for writing once, after closing closing.
+	fence   sync.RWMutex
+	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
+
+	goReqs sync.Pool // finished Go requests, reused by the next Go
+}
+
+func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
+	e := &channels[R]{
+		d:       d,
+		reqs:    make(chan *request[R], intake),
+		done:    make(chan int, completion),
+		kick:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+	}
+	e.goReqs.New = func() any { return &request[R]{async: true} }
+	cfg := d.workerConfig(depth)
+	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request[R]] {
+		c := cfg
+		c.Spawn = spawn
+		return worker.NewChan(c, i, e.done)
+	})
+	return e
+}
+
+func (e *channels[R]) send(i int, r *request[R]) { e.pool.Worker(i).Send(r) }
+func (e *channels[R]) takeBack(i int) (*request[R], bool) {
+	return e.pool.Worker(i).TryTake()
+}
+func (e *channels[R]) add() int                 { return e.pool.Add() }
+func (e *channels[R]) remove(i int)             { _ = e.pool.Remove(i) }
+func (e *channels[R]) busy(i int) time.Duration { return e.pool.Worker(i).Busy() }
+func (e *channels[R]) replaced() int64          { return e.pool.Replaced() }
+
+func (e *channels[R]) recycle(r *request[R]) {
+	r.ctx, r.fn = nil, nil
+	e.goReqs.Put(r)
+}
+
+func (e *channels[R]) stop() {
+	e.pool.Stop()
+	e.pool.Wait()
+}
+
+// takeIntake drains the request channel. The intake is fenced (abandon
+// follows Close), so nothing arrives after it is empty.
+func (e *channels[R]) takeIntake() []*request[R] {
+	var q []*request[R]
+	for {
+		select {
+		case r := <-e.reqs:
+			q = append(q, r)
+		default:
+			return q
+		}
+	}
+}
+
+// enqueue sends r on the request channel, waiting for room if block.
+// Once it returns nil, r will be answered exactly once.
+func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	e.fence.RLock()
+	defer e.fence.RUnlock()
+	if e.d.life.Load() != lifeOpen {
+		return ErrClosed
+	}
+	if !block {
+		select {
+		case e.reqs <- r:
+			return nil
+		default:
+			return ErrBusy
+		}
+	}
+	// Safe to block: the balancer receives whenever it can place a request,
+	// ctx's end returns the request to the caller unsent, and Close closes
+	// closing before it waits for the fence.
+	select {
+	case e.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.closing:
+		return ErrClosed
+	}
+}
+
+// fenceIntake stops intake for Close: blocked submitters leave with
+// ErrClosed, those between their check and their send finish, and every
+// later submit sees the lifecycle past open.
+func (e *channels[R]) fenceIntake() {
+	close(e.closing)
+	e.fence.Lock()
+	e.d.advance(lifeDraining)
+	e.fence.Unlock()
+}
+
+// wake tells the balancer to look at the lifecycle. Never blocks.
+func (e *channels[R]) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default: // a kick is pending already
+	}
+}
+
+// balanceChannels is the channel engine's balancer goroutine: Pike's
+// select over the request and completion channels, with control calls
+// and lifecycle kicks beside them.
+func (d *Dispatcher[R]) balanceChannels() {
+	b, e := &d.b, d.chans
+	for {
+		d.observe()
+		// Past open the intake is fenced: what is buffered is all there is.
+		if b.seen >= lifeDraining && len(e.reqs) == 0 && b.drained() {
+			break
+		}
+		reqs := e.reqs
+		if !b.canTake() {
+			reqs = nil // the picked worker is full: serve completions only
+		}
+		select {
+		case r := <-reqs:
+			d.dispatch(r)
+		case i := <-e.done:
+			e.completed(i)
+		case f := <-d.ctl:
+			d.ctlWaiting.Add(-1)
+			f()
+		case <-e.kick:
+		}
+	}
+	d.stop(e.reap)
+}
+
+// completed counts one completion message of worker i.
+func (e *channels[R]) completed(i int) {
+	b := &e.d.b
+	b.account(i, 1)
+	b.complete(i, 1)
+}
+
+// reap takes every completion message already sent, so a snapshot read
+// after an answer counts its request (workers report before answering).
+func (e *channels[R]) reap() {
+	for {
+		select {
+		case i := <-e.done:
+			e.completed(i)
+		default:
+			return
+		}
+	}
+}

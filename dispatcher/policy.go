@@ -1,0 +1,258 @@
+package dispatcher
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// balancer is the balancer's policy and its state, written once for both
+// engines: the strategy calls, the held request, room accounting, pending
+// statistics, membership and the lifecycle as the balancer has acted on
+// it. Only the balancer goroutine touches it (no locks guard it); the
+// engine's links are the only part that differs.
+type balancer[R any] struct {
+	strat strategies.Strategy
+	dyn   strategies.Dynamic   // nil when strat cannot change membership
+	batch strategies.BatchDone // nil when strat takes completions one by one
+	links links[R]
+	depth int // most requests counted against one worker
+
+	w     []slot
+	room  int // live workers with a positive weight and room for one more
+	live  int // live workers
+	total int // requests pending over all workers
+
+	held  *request[R] // picked for a full worker, sent when it has room
+	heldW int
+
+	seen lifecycle // the lifecycle state the balancer has acted on
+
+	// sent counts requests that left the accepted state (sent to a worker
+	// or answered by the balancer) since the intake last heard of it.
+	sent int
+
+	dispatched, completed, stalls int64
+	pend                          pendingStats
+}
+
+// links are what an engine does differently: how a request reaches a
+// worker and comes back. Called on the balancer goroutine only.
+type links[R any] interface {
+	// send hands r to worker i, which has room (fewer than depth pending).
+	send(i int, r *request[R])
+	// takeBack removes a request still queued at worker i, if any, so it
+	// can be answered without running (abandon).
+	takeBack(i int) (*request[R], bool)
+	// add starts a worker and returns its index; remove makes worker i
+	// finish its queue and exit.
+	add() int
+	remove(i int)
+	// busy is worker i's published busy time; replaced counts goroutines
+	// replaced after a Goexit.
+	busy(i int) time.Duration
+	replaced() int64
+	// recycle keeps an async request the balancer answered itself.
+	recycle(r *request[R])
+	// takeIntake returns every request accepted and not yet received by
+	// the balancer (abandon; the intake is fenced by then).
+	takeIntake() []*request[R]
+	// stop stops every worker and waits for all their goroutines.
+	stop()
+}
+
+// slot is the balancer's view of one worker.
+type slot struct {
+	weight     int
+	pending    int
+	maxPending int
+	completed  int64
+	busy       int64 // nanoseconds
+	removed    bool
+
+	busySeen time.Duration // the worker's busy time when last accounted
+	per      time.Duration // the last mean duration per task, for Done
+}
+
+func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth int, weights []int) {
+	b.strat, b.links, b.depth = s, l, depth
+	b.dyn, _ = s.(strategies.Dynamic)
+	b.batch, _ = s.(strategies.BatchDone)
+	b.w = make([]slot, len(weights))
+	for i, w := range weights {
+		b.w[i].weight = w
+		b.live++
+		if w > 0 {
+			b.room++
+		}
+	}
+}
+
+func (b *balancer[R]) hasRoom(i int) bool {
+	s := &b.w[i]
+	return !s.removed && s.weight > 0 && s.pending < b.depth
+}
+
+func (b *balancer[R]) isLive(i int) bool { return i >= 0 && i < len(b.w) && !b.w[i].removed }
+
+// canTake reports whether the balancer can take a request now: nothing is
+// held and some live, weighted worker has room.
+func (b *balancer[R]) canTake() bool { return b.held == nil && b.room > 0 }
+
+// freeSlots is how many more requests the live, weighted workers can take
+// now, or 0 while a request is held. O(workers): only a zero intake buffer
+// needs it.
+func (b *balancer[R]) freeSlots() int {
+	if b.held != nil {
+		return 0
+	}
+	free := 0
+	for i := range b.w {
+		if b.hasRoom(i) {
+			free += b.depth - b.w[i].pending
+		}
+	}
+	return free
+}
+
+// drained reports whether nothing the balancer accepted is still
+// unanswered at it or at a worker.
+func (b *balancer[R]) drained() bool { return b.held == nil && b.total == 0 }
+
+// dispatch picks a worker for r and sends r to it, or holds r until the
+// picked worker has room: the pick is honoured, never re-routed.
+func (d *Dispatcher[R]) dispatch(r *request[R]) {
+	b := &d.b
+	if b.seen >= lifeAbandoning {
+		b.sent++
+		d.replyErrB(r, d.abandon)
+		return
+	}
+	i := b.strat.Pick(r.key)
+	if !b.isLive(i) {
+		b.sent++
+		d.replyErrB(r, fmt.Errorf("%w: %d", ErrBadPick, i))
+		return
+	}
+	if b.w[i].pending >= b.depth {
+		b.held, b.heldW = r, i
+		b.stalls++
+		return
+	}
+	b.send(i, r)
+}
+
+// send hands r to worker i and counts it pending.
+func (b *balancer[R]) send(i int, r *request[R]) {
+	s := &b.w[i]
+	b.links.send(i, r)
+	b.sent++
+	b.pend.add(s.pending, 1)
+	s.pending++
+	b.total++
+	b.dispatched++
+	if s.pending > s.maxPending {
+		s.maxPending = s.pending
+	}
+	if s.pending == b.depth && s.weight > 0 && !s.removed {
+		b.room--
+	}
+	b.pend.sample(b.live)
+}
+
+// account bills worker i's busy time since it was last read to the n
+// tasks reported with it: busy time is published per run of tasks, not per
+// task (the clock was a sixth of the CPU of empty tasks), so a change is
+// spread over the tasks it covers, and a run still open keeps the last
+// mean.
+func (b *balancer[R]) account(i, n int) {
+	s := &b.w[i]
+	if busy := b.links.busy(i); busy != s.busySeen {
+		s.per = (busy - s.busySeen) / time.Duration(n)
+		s.busy += int64(busy - s.busySeen)
+		s.busySeen = busy
+	}
+}
+
+// complete counts n requests of worker i as done.
+func (b *balancer[R]) complete(i, n int) {
+	s := &b.w[i]
+	had := b.hasRoom(i)
+	b.pend.add(s.pending, -n)
+	s.pending -= n
+	b.total -= n
+	s.completed += int64(n)
+	b.completed += int64(n)
+	if !had && b.hasRoom(i) {
+		b.room++
+	}
+	if b.batch != nil {
+		b.batch.DoneN(i, n, s.per)
+	} else {
+		for range n {
+			b.strat.Done(i, s.per)
+		}
+	}
+	b.pend.sample(b.live)
+	if b.held != nil && b.heldW == i && s.pending < b.depth {
+		r := b.held
+		b.held = nil
+		b.send(i, r)
+	}
+}
+
+// observe acts on a lifecycle change: draining needs nothing but the
+// engine's exit test; abandoning answers everything not yet running.
+func (d *Dispatcher[R]) observe() {
+	b := &d.b
+	st := d.life.Load()
+	if st == b.seen {
+		return
+	}
+	was := b.seen
+	b.seen = st
+	if st >= lifeAbandoning && was < lifeAbandoning {
+		d.abandonQueued()
+	}
+}
+
+// abandonQueued answers, without running them, the requests Close gave up
+// on: the held one, those queued at workers and the intake's. The engine's
+// own backlog, if any, is answered by the engine.
+func (d *Dispatcher[R]) abandonQueued() {
+	b := &d.b
+	if b.held != nil {
+		b.sent++
+		d.replyErrB(b.held, d.abandon)
+		b.held = nil
+	}
+	// Requests queued at workers would otherwise wait for (maybe never)
+	// the task running ahead of them: take them back and count each as
+	// completed, so pending, room and the strategy stay consistent.
+	for i := range b.w {
+		for b.w[i].pending > 0 {
+			r, ok := b.links.takeBack(i)
+			if !ok {
+				break
+			}
+			d.replyErrB(r, d.abandon)
+			b.complete(i, 1)
+		}
+	}
+	for _, r := range b.links.takeIntake() {
+		b.sent++
+		d.replyErrB(r, d.abandon)
+	}
+}
+
+// stop ends the balancer: every worker stops, the last completions are
+// counted by reap, and the final snapshot is kept for Stats.
+func (d *Dispatcher[R]) stop(reap func()) {
+	d.b.links.stop()
+	reap()
+	s := d.snapshot()
+	d.final.Store(&s)
+	d.life.Store(lifeStopped)
+	close(d.stopped)
+}

@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Chan is a worker of the channel engine, Pike's shape: it receives items
+// on its own buffered channel and, for each finished item, sends its index
+// on a completion channel shared with the other workers, one message per
+// item. The producer must send only when the worker has room (fewer than
+// Depth items sent and not yet reported on the completion channel); then a
+// send never waits for anything but the worker reaching its receive.
+//
+// Send, TryTake and Close are for the one producer; Busy and Replaced may
+// be called from any goroutine; the rest belongs to the worker goroutine.
+type Chan[T any] struct {
+	cfg      Config[T]
+	in       chan T
+	done     chan<- int
+	index    int
+	count    func() // w.finish as a value, made once: no allocation per item
+	stopped  chan struct{}
+	replaced atomic.Int64
+	busy     atomic.Int64 // nanoseconds spent running finished items
+
+	ran     int // items since the busy time was last published
+	counted bool
+	exit    bool
+	start   time.Time
+}
+
+// NewChan returns worker index of a channel engine: its channel holds
+// cfg.Depth-1 items (the one it runs is the Depth-th; 0 is unbuffered) and
+// it reports each finished item by sending index on done. Completed is
+// not used: the completion message is the signal.
+func NewChan[T any](cfg Config[T], index int, done chan<- int) *Chan[T] {
+	if cfg.Depth < 1 {
+		cfg.Depth = 1
+	}
+	w := &Chan[T]{
+		cfg:     cfg,
+		in:      make(chan T, cfg.Depth-1),
+		done:    done,
+		index:   index,
+		stopped: make(chan struct{}),
+	}
+	w.count = w.finish
+	return w
+}
+
+// Send hands item to the worker. The producer must know it has room (see
+// Chan); with a zero buffer the worker is then idle and the send completes
+// as soon as it is back at its receive.
+func (w *Chan[T]) Send(item T) { w.in <- item }
+
+// TryTake takes back an item still queued, without blocking, so the
+// producer can answer it without running it. Safe while the worker runs:
+// a channel hands each item to one receiver.
+func (w *Chan[T]) TryTake() (item T, ok bool) {
+	select {
+	case item = <-w.in:
+		return item, true
+	default:
+		return item, false
+	}
+}
+
+// Close makes the worker exit once it has run every item already sent.
+// Nothing may be sent afterwards.
+func (w *Chan[T]) Close() { close(w.in) }
+
+// Start runs the worker's loop on a goroutine started by cfg.Spawn.
+func (w *Chan[T]) Start() { w.cfg.Spawn(w.loop) }
+
+// Stopped is closed when the worker's loop has exited for good.
+func (w *Chan[T]) Stopped() <-chan struct{} { return w.stopped }
+
+// Replaced returns how many times a task's Goexit replaced the goroutine.
+func (w *Chan[T]) Replaced() int64 { return w.replaced.Load() }
+
+// Busy returns the time spent running finished items; it is published
+// before the completion message of any item the worker finished with
+// nothing queued behind it, and at least every 64 items.
+func (w *Chan[T]) Busy() time.Duration { return time.Duration(w.busy.Load()) }
+
+func (w *Chan[T]) loop() {
+	defer w.respawn()
+	for {
+		var item T
+		var ok bool
+		select {
+		case item, ok = <-w.in:
+		default:
+			w.publishBusy() // about to wait: the run of items is over
+			item, ok = <-w.in
+		}
+		if !ok {
+			w.exit = true
+			close(w.stopped)
+			return
+		}
+		if w.ran == 0 {
+			w.start = time.Now()
+		}
+		w.counted = false
+		contain(&w.cfg, item, w.count)
+		w.finish()
+	}
+}
+
+// respawn: see Worker.respawn.
+func (w *Chan[T]) respawn() {
+	if !w.exit {
+		w.replaced.Add(1)
+		w.cfg.Spawn(w.loop)
+	}
+}
+
+// finish reports the current item once on the completion channel. It
+// blocks while the balancer does not take the message (an unbuffered or
+// full completion channel): that is the design being measured. The
+// balancer never waits on this worker meanwhile (it sends only with room).
+func (w *Chan[T]) finish() {
+	if w.counted {
+		return
+	}
+	w.counted = true
+	if w.ran++; w.ran >= flushEvery || len(w.in) == 0 {
+		w.publishBusy()
+	}
+	w.done <- w.index
+}
+
+func (w *Chan[T]) publishBusy() {
+	if w.ran > 0 {
+		w.busy.Add(int64(time.Since(w.start)))
+		w.ran = 0
+	}
+}

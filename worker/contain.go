@@ -1,0 +1,29 @@
+package worker
+
+import "runtime/debug"
+
+// contain runs cfg.Run(item, finish) and answers the item exactly once
+// whatever the task does: a panic (also panic(nil), a re-panic in a
+// deferred call, a panic inside a Goexit) becomes Panicked, a Goexit
+// becomes Exited. After a Goexit the calling goroutine leaves once contain
+// returns, even if a panic was recovered on the way; the loop's own
+// deferred respawn replaces it.
+func contain[T any](cfg *Config[T], item T, finish func()) {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			finish()
+			cfg.Panicked(item, v, stack)
+			return
+		}
+		// recover returned nil without a normal return: runtime.Goexit.
+		finish()
+		cfg.Exited(item)
+	}()
+	cfg.Run(item, finish)
+	normal = true
+}

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -96,12 +97,27 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	if e.d.life.Load() != lifeOpen {
 		return ErrClosed
 	}
-	if !block {
+	// Try without waiting first: a non-blocking send costs no select over
+	// three channels, and it is the common case when the intake has room.
+	select {
+	case e.reqs <- r:
+		return nil
+	default:
+		if !block {
+			return ErrBusy
+		}
+	}
+	// Full: yield a few times before blocking. A sender blocked on the
+	// channel makes the balancer's every receive also ready the sender (a
+	// wake-up per request on the balancer, the engine's bottleneck, when
+	// one submitter outruns it); a sender that yields lets the balancer
+	// take a run of requests at the cost of a receive each.
+	for range spinTurns {
+		runtime.Gosched()
 		select {
 		case e.reqs <- r:
 			return nil
 		default:
-			return ErrBusy
 		}
 	}
 	// Safe to block: the balancer receives whenever it can place a request,
@@ -136,16 +152,39 @@ func (e *channels[R]) wake() {
 }
 
 // balanceChannels is the channel engine's balancer goroutine: Pike's
-// select over the request and completion channels, with control calls
-// and lifecycle kicks beside them.
+// select over the request and completion channels, with control calls and
+// lifecycle kicks beside them. Before it waits in that select it takes what
+// is ready without waiting, and yields its P for a few empty turns: a
+// balancer that is runnable, not parked, costs the workers nothing when
+// they report (their completion sends land in the buffer), where one that
+// parks at every completion pays a wake-up per request.
 func (d *Dispatcher[R]) balanceChannels() {
 	b, e := &d.b, d.chans
+	idle := 0 // turns in a row that took nothing
 	for {
+		if d.ctlWaiting.Load() > 0 {
+			select {
+			case f := <-d.ctl:
+				d.ctlWaiting.Add(-1)
+				f()
+			default: // the caller has not reached its send yet: next turn
+			}
+		}
 		d.observe()
 		// Past open the intake is fenced: what is buffered is all there is.
 		if b.seen >= lifeDraining && len(e.reqs) == 0 && b.drained() {
 			break
 		}
+		if e.poll() {
+			idle = 0
+			continue
+		}
+		if idle < spinTurns {
+			idle++
+			runtime.Gosched()
+			continue
+		}
+		idle = 0
 		reqs := e.reqs
 		if !b.canTake() {
 			reqs = nil // the picked worker is full: serve completions only
@@ -162,6 +201,38 @@ func (d *Dispatcher[R]) balanceChannels() {
 		}
 	}
 	d.stop(e.reap)
+}
+
+// pollBatch bounds how many messages of one kind a turn takes without
+// waiting, so control calls and the lifecycle are looked at between.
+const pollBatch = 256
+
+// poll takes the completions and then the requests that are ready, without
+// waiting, and reports whether it took any.
+func (e *channels[R]) poll() bool {
+	d, b := e.d, &e.d.b
+	took := false
+	for range pollBatch {
+		select {
+		case i := <-e.done:
+			e.completed(i)
+			took = true
+			continue
+		default:
+		}
+		break
+	}
+	for k := 0; k < pollBatch && b.canTake(); k++ {
+		select {
+		case r := <-e.reqs:
+			d.dispatch(r)
+			took = true
+			continue
+		default:
+		}
+		break
+	}
+	return took
 }
 
 // completed counts one completion message of worker i.

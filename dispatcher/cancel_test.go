@@ -245,12 +245,13 @@ func TestAbandonedRequesters(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		// Workers still serve.
-		for i := range 100 {
-			v, err := d.Do(context.Background(), ok(i))
-			require.NoError(t, err)
-			require.Equal(t, i, v)
-		}
+		within(t, 20*time.Second, "workers still serve", func() {
+			for i := range 100 {
+				v, err := d.Do(context.Background(), ok(i))
+				assert.NoError(t, err)
+				assert.Equal(t, i, v)
+			}
+		})
 		closeWithin(t, d, 20*time.Second)
 		s := d.Stats()
 		require.Equal(t, s.Dispatched, s.Completed)

@@ -86,21 +86,25 @@ func TestSetWeightZeroDrains(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategyName("round-robin"))
 		require.NoError(t, d.SetWeight(1, 0))
-		for i := range 20 {
-			v, err := d.Do(context.Background(), ok(i))
-			require.NoError(t, err)
-			require.Equal(t, i, v)
-		}
+		within(t, 10*time.Second, "Do with worker 1 drained", func() {
+			for i := range 20 {
+				v, err := d.Do(context.Background(), ok(i))
+				assert.NoError(t, err)
+				assert.Equal(t, i, v)
+			}
+		})
 		s := d.Stats()
 		require.Equal(t, int64(20), s.Workers[0].Completed)
 		require.Zero(t, s.Workers[1].Completed)
 		require.Equal(t, 0, s.Workers[1].Weight)
 		require.ErrorIs(t, d.SetWeight(0, 0), strategies.ErrLastMember, "the last positive weight stays")
 		require.NoError(t, d.SetWeight(1, 3))
-		for i := range 20 {
-			_, err := d.Do(context.Background(), ok(i))
-			require.NoError(t, err)
-		}
+		within(t, 10*time.Second, "Do with worker 1 back", func() {
+			for i := range 20 {
+				_, err := d.Do(context.Background(), ok(i))
+				assert.NoError(t, err)
+			}
+		})
 		require.Positive(t, d.Stats().Workers[1].Completed)
 	})
 }
@@ -239,7 +243,8 @@ func TestNotDynamic(t *testing.T) {
 		require.ErrorIs(t, err, dispatcher.ErrNotDynamic)
 		require.ErrorIs(t, d.RemoveWorker(0), dispatcher.ErrNotDynamic)
 		require.ErrorIs(t, d.SetWeight(0, 1), dispatcher.ErrNotDynamic)
-		v, err := d.Do(context.Background(), ok(5))
+		var v int
+		within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(5)) })
 		require.NoError(t, err)
 		require.Equal(t, 5, v)
 		require.Equal(t, int64(1), d.Stats().Workers[1].Completed)

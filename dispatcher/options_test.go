@@ -76,7 +76,9 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 	for _, n := range []int{0, 4} {
 		t.Run(fmt.Sprintf("channels/completion=%d", n), func(t *testing.T) {
 			d := newDispatcher(t, dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
-			v, err := d.Do(context.Background(), ok(n))
+			var v int
+			var err error
+			within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(n)) })
 			require.NoError(t, err)
 			require.Equal(t, n, v)
 		})
@@ -154,7 +156,9 @@ func TestBadCalls(t *testing.T) {
 				}
 			})
 		}
-		v, err := d.Do(context.Background(), ok(3))
+		var v int
+		var err error
+		within(t, 10*time.Second, "Do after the bad calls", func() { v, err = d.Do(context.Background(), ok(3)) })
 		require.NoError(t, err)
 		require.Equal(t, 3, v)
 		require.Equal(t, int64(1), d.Stats().Completed, "no bad call was accepted")

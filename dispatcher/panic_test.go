@@ -73,12 +73,17 @@ func TestPanicErrorUnwrap(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		sentinel := errors.New("inner")
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
-		_, err := d.Do(context.Background(), func(context.Context) (int, error) { panic(sentinel) })
+		var err error
+		within(t, 10*time.Second, "Do", func() {
+			_, err = d.Do(context.Background(), func(context.Context) (int, error) { panic(sentinel) })
+		})
 		require.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 		require.ErrorIs(t, err, sentinel)
 
 		// panic(nil) is a *runtime.PanicNilError since Go 1.21: still a panic.
-		_, err = d.Do(context.Background(), func(context.Context) (int, error) { panic(nil) })
+		within(t, 10*time.Second, "Do", func() {
+			_, err = d.Do(context.Background(), func(context.Context) (int, error) { panic(nil) })
+		})
 		require.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 		var pn *runtime.PanicNilError
 		require.ErrorAs(t, err, &pn)
@@ -124,7 +129,8 @@ func TestGoexitContained(t *testing.T) {
 				require.Equal(t, int64(tc.exits), s.Replaced)
 				require.Equal(t, int64(2*tc.exits), s.Completed)
 				// Every worker still serves after its replacement.
-				v, err := d.Do(context.Background(), ok(7))
+				var v int
+				within(t, 10*time.Second, "Do after the replacements", func() { v, err = d.Do(context.Background(), ok(7)) })
 				require.NoError(t, err)
 				require.Equal(t, 7, v)
 				closeWithin(t, d, 10*time.Second)

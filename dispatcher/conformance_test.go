@@ -27,7 +27,17 @@ func TestStrategyConformance(t *testing.T) {
 				opts := []dispatcher.Option{dispatcher.WithEngine(eng), dispatcher.WithStrategyName(strategy)}
 				t.Run("exactly-once", func(t *testing.T) { conformExactlyOnce(t, opts) })
 				t.Run("rendezvous", func(t *testing.T) { conformRendezvous(t, opts) })
-				t.Run("drain", func(t *testing.T) { conformDrain(t, opts) })
+				t.Run("drain", func(t *testing.T) {
+					s, err := strategies.New(strategy, []int{1})
+					require.NoError(t, err)
+					if _, dynamic := s.(strategies.Dynamic); !dynamic {
+						// No weights to change: the promise is the refusal.
+						d := newDispatcher(t, opts...)
+						require.ErrorIs(t, d.SetWeight(0, 0), dispatcher.ErrNotDynamic)
+						return
+					}
+					conformDrain(t, opts)
+				})
 			})
 		}
 	})

@@ -10,6 +10,8 @@ require (
 	github.com/gobalancer/balancer v0.0.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sourcegraph/conc v0.3.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.25.0
 )
 

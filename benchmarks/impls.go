@@ -37,7 +37,9 @@ type Impl struct {
 // Impls lists every implementation, ours first.
 var Impls = []Impl{
 	{"balancer", newBalancer},
+	{"balancer-channels", newBalancerChannels},
 	{"chanpool", newChanPool},
+	{"pike", newPike},
 	{"ants", newAnts},
 	{"pond", newPond},
 	{"workerpool", newWorkerPool},
@@ -49,15 +51,28 @@ var Impls = []Impl{
 // Workers is the worker count every benchmark uses: one per P.
 func Workers() int { return runtime.GOMAXPROCS(0) }
 
-// balancerPool is ours with its default strategy: Go is the dispatcher's
-// fire-and-forget Go, Do is Do; neither allocates.
+// balancerPool is ours with its default strategy and buffers: Go is the
+// dispatcher's fire-and-forget Go, Do is Do; neither allocates.
 type balancerPool struct {
 	d    *dispatcher.Dispatcher[struct{}]
 	task dispatcher.Task[struct{}]
 }
 
+// newBalancer names the rings engine instead of taking DefaultEngine, so
+// that impl=balancer keeps measuring the same engine, and rounds taken
+// before and after a change of the default stay comparable.
 func newBalancer(n int, task func()) Pool {
-	d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(n))
+	return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings))
+}
+
+// newBalancerChannels is the same dispatcher on Pike's channels, with the
+// channel engine's default buffers: what the rings engine must beat.
+func newBalancerChannels(n int, task func()) Pool {
+	return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Channels))
+}
+
+func newDispatcher(n int, task func(), engine dispatcher.Option) Pool {
+	d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(n), engine)
 	if err != nil {
 		panic(err) // static options: a programming error
 	}

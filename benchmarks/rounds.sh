@@ -6,14 +6,21 @@
 # medians with benchstat and the ratio table of docs/performance.md.
 #
 # Usage: benchmarks/rounds.sh [-r rounds] [-b 'Batch|Requesters|ClosedLoop'] [-k 'empty|exp10us']
-#                             [-i impls] [-t benchtime] [-o raw.txt] [-hog]
+#                             [-i 'balancer balancer-channels pike pond'] [-t benchtime] [-o raw.txt] [-hog]
+#   -i    implementations, separated by spaces, each matching one impl= name
+#         exactly (default: all of them):
+#           balancer           our dispatcher on the rings engine
+#           balancer-channels  our dispatcher on the channel engine
+#           pike               the textbook balancer of Pike's 2012 talk
+#           chanpool           N goroutines on one unbuffered channel
+#           ants pond workerpool conc errgroup goroutine
 #   -hog  keep one core busy with another process during every round
 # Raw output goes to -o (default: a temporary file); keep it out of git.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 rounds=5 bench='Batch|Requesters|ClosedLoop' kinds='empty|spin1us|spin10us|spin100us|exp10us'
-impls='balancer chanpool ants pond workerpool conc errgroup goroutine'
+impls='balancer balancer-channels chanpool pike ants pond workerpool conc errgroup goroutine'
 benchtime=300ms out='' hog=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -57,6 +64,13 @@ for r in $(seq "$rounds"); do
 	done
 	if [ -n "$hogpid" ]; then kill "$hogpid"; wait "$hogpid" 2>/dev/null || true; hogpid=''; fi
 	echo "round $r/$rounds done" >&2
+done
+
+# A misspelt name matches no benchmark and would only go missing from the
+# tables; -procs suffixes aside, names must match whole.
+for impl in $impls; do
+	grep -Eq "/impl=$impl([/[:space:]]|-[0-9]+[[:space:]])" "$out" ||
+		echo "rounds.sh: no results for impl $impl (names: see the usage at the top)" >&2
 done
 
 if command -v benchstat >/dev/null; then

@@ -82,6 +82,14 @@ const (
 	lifeStopped
 )
 
+// made reports whether d was made by New: the zero value and a nil
+// pointer answer ErrNotStarted from every method instead of crashing.
+func (d *Dispatcher[R]) made() bool { return d != nil && d.stopped != nil }
+
+// closedChan is what Done returns for a Dispatcher not made by New: there
+// is nothing to wait for.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // advance moves the lifecycle forward to st (never back).
 func (d *Dispatcher[R]) advance(st lifecycle) {
 	for {
@@ -103,15 +111,8 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		}
 		o.apply(&c)
 	}
-	if len(c.errs) > 0 {
-		return nil, c.errs[0]
-	}
-	if c.completion >= 0 && c.engine != Channels {
-		return nil, fmt.Errorf("%w: %w: WithCompletionBuffer(%d) needs WithEngine(Channels): the %v engine has no completion channel",
-			ErrBadOption, ErrWrongEngine, c.completion, c.engine)
-	}
-	if c.workers < 1 {
-		return nil, fmt.Errorf("%w: workers must be at least 1, got %d", ErrBadOption, c.workers)
+	if err := c.plan(); err != nil {
+		return nil, err
 	}
 	weights := c.weights
 	if weights == nil {
@@ -124,12 +125,6 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 			return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		strat = s
-	} else {
-		for i, w := range weights {
-			if w < 0 {
-				return nil, fmt.Errorf("%w: worker %d has negative weight %d", ErrBadOption, i, w)
-			}
-		}
 	}
 	depth := c.workerBuffer + 1
 	if c.intake < 0 {
@@ -237,7 +232,12 @@ const yieldOneIn = 4
 
 // Done is closed once the dispatcher has stopped and every goroutine it
 // started has exited.
-func (d *Dispatcher[R]) Done() <-chan struct{} { return d.stopped }
+func (d *Dispatcher[R]) Done() <-chan struct{} {
+	if !d.made() {
+		return closedChan
+	}
+	return d.stopped
+}
 
 // Close stops intake (later submits get ErrClosed), lets every accepted
 // request finish and returns once every goroutine the dispatcher started has
@@ -248,6 +248,9 @@ func (d *Dispatcher[R]) Done() <-chan struct{} { return d.stopped }
 func (d *Dispatcher[R]) Close(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
+	}
+	if !d.made() {
+		return ErrNotStarted
 	}
 	d.closeOnce.Do(func() {
 		if d.chans != nil {
@@ -284,6 +287,9 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 // exec runs f on the balancer goroutine and returns its error, or
 // ErrClosed when the dispatcher is closing or stopped.
 func (d *Dispatcher[R]) exec(f func() error) error {
+	if !d.made() {
+		return ErrNotStarted
+	}
 	if d.life.Load() != lifeOpen {
 		return ErrClosed
 	}

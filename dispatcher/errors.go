@@ -15,12 +15,17 @@ var (
 	ErrNilTask = errors.New("dispatcher: nil task")
 	// ErrNilContext: the context is nil.
 	ErrNilContext = errors.New("dispatcher: nil context")
-	// ErrBadOption: an option is out of range or contradicts another.
+	// ErrBadOption: an option is out of range or contradicts another, or an
+	// argument of a runtime call (AddWorker, RemoveWorker, SetWeight) is
+	// refused by the strategy; the strategy's own error is wrapped too.
 	ErrBadOption = errors.New("dispatcher: bad option")
 	// ErrWrongEngine: an option applies only to the other engine (for
 	// example WithCompletionBuffer with the rings engine). New's error
 	// matches both it and ErrBadOption.
 	ErrWrongEngine = errors.New("dispatcher: option needs the other engine")
+	// ErrNotStarted: the Dispatcher was not made by New (a zero value or a
+	// nil pointer); every method returns it instead of panicking or hanging.
+	ErrNotStarted = errors.New("dispatcher: not made by New")
 	// ErrNoWorker: the index names no live worker.
 	ErrNoWorker = errors.New("dispatcher: no such worker")
 	// ErrNotDynamic: the strategy does not support membership changes.

@@ -6,6 +6,9 @@ import "fmt"
 // and returns its index. The strategy must support membership changes
 // (strategies.Dynamic), else ErrNotDynamic.
 func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
+	if !d.made() {
+		return 0, ErrNotStarted
+	}
 	var idx int
 	err := d.exec(func() error {
 		b := &d.b
@@ -38,6 +41,12 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 // RemoveWorker stops sending to worker i; it finishes what it has queued
 // and exits. Nothing is lost or run twice. Removing the last worker with a
 // positive weight is refused.
+//
+// Errors of the runtime calls (AddWorker, RemoveWorker, SetWeight), one
+// rule for all: ErrNotDynamic for a static strategy, ErrNoWorker for an
+// index that is not a live worker, ErrClosed once Close has begun, and an
+// argument the strategy refuses wraps both ErrBadOption and the strategy's
+// own error (strategies.ErrNegativeWeight, ErrLastMember, ...).
 func (d *Dispatcher[R]) RemoveWorker(i int) error {
 	return d.exec(func() error {
 		b := &d.b
@@ -45,7 +54,7 @@ func (d *Dispatcher[R]) RemoveWorker(i int) error {
 			return err
 		}
 		if err := b.dyn.Remove(i); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		d.removeLocked(i)
 		return nil
@@ -78,7 +87,7 @@ func (d *Dispatcher[R]) SetWeight(i, weight int) error {
 			return err
 		}
 		if err := b.dyn.SetWeight(i, weight); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		had := b.hasRoom(i)
 		b.w[i].weight = weight

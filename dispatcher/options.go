@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 
 	"github.com/gobalancer/balancer/strategies"
@@ -25,7 +26,33 @@ type config struct {
 	strategyName string
 	strategyOpts []strategies.Option
 	errs         []error
+
+	// set records which options were given, by name, so New can refuse a
+	// contradiction naming both sides instead of letting the last one win.
+	set map[string]int
 }
+
+// given records that option name was applied and refuses a second one.
+func (c *config) given(name string) {
+	if c.set == nil {
+		c.set = map[string]int{}
+	}
+	c.set[name]++
+	if c.set[name] == 2 {
+		c.bad("%s given twice: the second would silently replace the first", name)
+	}
+}
+
+// Size limits: every size option is refused above its maximum, so no
+// arithmetic on sizes can overflow and no default allocates without bound.
+const (
+	// MaxWorkers is the most workers a dispatcher runs.
+	MaxWorkers = 1 << 16
+	// MaxBuffer is the largest worker, intake or completion buffer, and the
+	// most requests all worker queues together may hold (workers × (worker
+	// buffer + 1)).
+	MaxBuffer = 1 << 24
+)
 
 func defaults() config {
 	return config{
@@ -45,19 +72,21 @@ func (c *config) bad(format string, args ...any) {
 // WithWorkers sets the number of workers (default GOMAXPROCS).
 func WithWorkers(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 1 {
-			c.bad("workers must be at least 1, got %d", n)
+		c.given("WithWorkers")
+		if n < 1 || n > MaxWorkers {
+			c.bad("workers must be in [1, %d], got %d", MaxWorkers, n)
 		}
 		c.workers = n
 	})
 }
 
 // WithWeights gives each worker a weight for weighted strategies; it also
-// sets the number of workers to len(weights). Weight 0 drains a worker.
+// sets the number of workers to len(weights) (WithWorkers with another
+// count is refused). Weight 0 drains a worker.
 func WithWeights(weights ...int) Option {
 	return optionFunc(func(c *config) {
+		c.given("WithWeights")
 		c.weights = append([]int(nil), weights...)
-		c.workers = len(weights)
 	})
 }
 
@@ -68,8 +97,9 @@ func WithWeights(weights ...int) Option {
 // pond) and on the requesters' p99.9 cycle (docs/performance.md).
 func WithWorkerBuffer(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 0 {
-			c.bad("worker buffer must be >= 0, got %d", n)
+		c.given("WithWorkerBuffer")
+		if n < 0 || n >= MaxBuffer {
+			c.bad("worker buffer must be in [0, %d), got %d", MaxBuffer, n)
 		}
 		c.workerBuffer = n
 	})
@@ -83,8 +113,9 @@ func WithWorkerBuffer(n int) Option {
 // matching ErrWrongEngine.
 func WithCompletionBuffer(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 0 {
-			c.bad("completion buffer must be >= 0, got %d", n)
+		c.given("WithCompletionBuffer")
+		if n < 0 || n > MaxBuffer {
+			c.bad("completion buffer must be in [0, %d], got %d", MaxBuffer, n)
 		}
 		c.completion = n
 	})
@@ -97,19 +128,25 @@ func WithCompletionBuffer(n int) Option {
 // waiting for the balancer.
 func WithIntakeBuffer(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 0 {
-			c.bad("intake buffer must be >= 0, got %d", n)
+		c.given("WithIntakeBuffer")
+		if n < 0 || n > MaxBuffer {
+			c.bad("intake buffer must be in [0, %d], got %d", MaxBuffer, n)
 		}
 		c.intake = n
 	})
 }
 
 // WithStrategy uses s to pick workers. The dispatcher becomes its only
-// user: s must not be shared. Its members must be the workers 0..n-1.
+// user: s must not be shared. Its members must be the workers 0..n-1: a
+// strategy with a Len() int method whose Len differs from the worker count
+// is refused, as is a nil one (also a typed nil) and WithStrategyName
+// beside it.
 func WithStrategy(s strategies.Strategy) Option {
 	return optionFunc(func(c *config) {
-		if s == nil {
-			c.bad("nil strategy")
+		c.given("WithStrategy")
+		if isNil(s) {
+			c.bad("nil strategy (%T)", s)
+			return
 		}
 		c.strategy = s
 	})
@@ -119,7 +156,66 @@ func WithStrategy(s strategies.Strategy) Option {
 // workers' weights (see strategies.Names), with opts.
 func WithStrategyName(name string, opts ...strategies.Option) Option {
 	return optionFunc(func(c *config) {
+		c.given("WithStrategyName")
 		c.strategyName = name
 		c.strategyOpts = opts
 	})
+}
+
+// isNil reports whether s is nil or an interface holding a nil pointer (or
+// other nil-able kind), which would crash at the first Pick.
+func isNil(s strategies.Strategy) bool {
+	if s == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(s); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// plan resolves the options into one consistent configuration, or the
+// first contradiction, naming both options.
+func (c *config) plan() error {
+	if len(c.errs) > 0 {
+		return c.errs[0]
+	}
+	if c.set["WithStrategy"] > 0 && c.set["WithStrategyName"] > 0 {
+		return fmt.Errorf("%w: WithStrategy and WithStrategyName both given: one strategy only", ErrBadOption)
+	}
+	if c.set["WithWeights"] > 0 {
+		if len(c.weights) == 0 {
+			return fmt.Errorf("%w: WithWeights needs at least one weight: %w", ErrBadOption, strategies.ErrNoMembers)
+		}
+		if c.set["WithWorkers"] > 0 && c.workers != len(c.weights) {
+			return fmt.Errorf("%w: WithWorkers(%d) contradicts WithWeights with %d weights", ErrBadOption, c.workers, len(c.weights))
+		}
+		c.workers = len(c.weights)
+		if c.workers > MaxWorkers {
+			return fmt.Errorf("%w: %d weights, more than MaxWorkers (%d)", ErrBadOption, c.workers, MaxWorkers)
+		}
+	}
+	if c.workers < 1 {
+		return fmt.Errorf("%w: workers must be at least 1, got %d", ErrBadOption, c.workers)
+	}
+	if c.completion >= 0 && c.engine != Channels {
+		return fmt.Errorf("%w: %w: WithCompletionBuffer(%d) needs WithEngine(Channels): the %v engine has no completion channel",
+			ErrBadOption, ErrWrongEngine, c.completion, c.engine)
+	}
+	depth := c.workerBuffer + 1
+	if c.workers > MaxBuffer/depth {
+		return fmt.Errorf("%w: WithWorkers(%d) × (WithWorkerBuffer(%d) + 1) exceeds MaxBuffer (%d)", ErrBadOption, c.workers, c.workerBuffer, MaxBuffer)
+	}
+	if c.strategy != nil {
+		if c.weights != nil {
+			if err := strategies.CheckWeights(c.weights); err != nil {
+				return fmt.Errorf("%w: WithWeights: %w", ErrBadOption, err)
+			}
+		}
+		if l, ok := c.strategy.(interface{ Len() int }); ok && l.Len() != c.workers {
+			return fmt.Errorf("%w: WithStrategy has %d members but there are %d workers", ErrBadOption, l.Len(), c.workers)
+		}
+	}
+	return nil
 }

@@ -137,8 +137,13 @@ type Future[R any] struct{ r request[R] }
 func (f *Future[R]) Done() <-chan struct{} { return f.r.done }
 
 // Wait returns the task's answer, or ctx's error if ctx ends first (the
-// task is not cancelled by that; Wait may be called again).
+// task is not cancelled by that; Wait may be called again), or
+// ErrNilContext for a nil ctx.
 func (f *Future[R]) Wait(ctx context.Context) (R, error) {
+	if ctx == nil {
+		var zero R
+		return zero, ErrNilContext
+	}
 	select {
 	case <-f.r.done:
 		return f.r.res, f.r.err

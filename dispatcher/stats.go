@@ -38,6 +38,9 @@ type Stats struct {
 // one once the dispatcher has stopped.
 func (d *Dispatcher[R]) Stats() Stats {
 	var s Stats
+	if !d.made() {
+		return s // nothing was ever dispatched
+	}
 	if err := d.call(func() error { d.reap(); s = d.snapshot(); return nil }); err != nil {
 		return *d.final.Load() // stopped: the final snapshot is set
 	}

@@ -33,7 +33,7 @@ func (d *Dispatcher[R]) Go(ctx context.Context, fn Task[R]) error {
 }
 
 func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error {
-	if err := check(ctx, fn); err != nil {
+	if err := d.check(ctx, fn); err != nil {
 		return err
 	}
 	return d.enqueueGo(ctx, key, fn)
@@ -66,7 +66,10 @@ func (k Keyed[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error)
 	return k.d.submit(ctx, k.key, fn, false)
 }
 
-func check[R any](ctx context.Context, fn Task[R]) error {
+func (d *Dispatcher[R]) check(ctx context.Context, fn Task[R]) error {
+	if !d.made() {
+		return ErrNotStarted
+	}
 	if ctx == nil {
 		return ErrNilContext
 	}
@@ -79,7 +82,7 @@ func check[R any](ctx context.Context, fn Task[R]) error {
 
 func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, error) {
 	var zero R
-	if err := check(ctx, fn); err != nil {
+	if err := d.check(ctx, fn); err != nil {
 		return zero, err
 	}
 	r := d.reqs.Get().(*request[R])
@@ -118,7 +121,7 @@ func (d *Dispatcher[R]) release(r *request[R]) {
 }
 
 func (d *Dispatcher[R]) submit(ctx context.Context, key uint64, fn Task[R], block bool) (*Future[R], error) {
-	if err := check(ctx, fn); err != nil {
+	if err := d.check(ctx, fn); err != nil {
 		return nil, err
 	}
 	f := &Future[R]{r: request[R]{ctx: ctx, fn: fn, key: key, done: make(chan struct{}), future: true}}

@@ -74,6 +74,13 @@ var (
 // integer arithmetic of the weighted algorithms free of overflow.
 const MaxWeight = 1 << 20
 
+// CheckWeights reports whether weights are valid for every constructor:
+// at least one, none negative or above MaxWeight, at least one positive.
+// The error matches ErrNoMembers, ErrNegativeWeight, ErrTooLarge or
+// ErrAllZero. It lets a caller that takes weights for a strategy it did
+// not build (a custom one) refuse what a constructor would.
+func CheckWeights(weights []int) error { return checkWeights(weights) }
+
 // checkWeights validates a constructor's weights.
 func checkWeights(weights []int) error {
 	if len(weights) == 0 {

@@ -46,6 +46,7 @@ func FuzzDispatcher(f *testing.F) {
 		{0x41, 0, 4, 4, 5, 13, 6, 14, 0, 8, 16, 5, 0, 0},    // round-robin with adds, removes, weights
 		{0x2a, 24, 24, 0, 0, 0, 7, 0, 15, 0},                // close with a 1 ms deadline over waits
 		{0x3f, 1, 9, 17, 25, 33, 2, 10, 18, 26, 34, 23, 31}, // rendezvous intake, TrySubmit
+		{0x42, 0x41, 0x18, 0, 0x25, 0, 7, 0, 0x0f, 9},       // remove a worker while it runs, then close with a deadline (found by fuzzing)
 	} {
 		// Each seed once per engine: bit 7 clear is the channel engine, set
 		// is rings.

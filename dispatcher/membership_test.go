@@ -256,3 +256,49 @@ type fixedStrategy struct{ pick int }
 
 func (s *fixedStrategy) Pick(uint64) int         { return s.pick }
 func (s *fixedStrategy) Done(int, time.Duration) {}
+
+// TestCloseDeadlineAfterRemove: Close's deadline passes while a removed
+// worker still runs its last task with a request queued behind it. The
+// queued request has not started, so it is abandoned (ErrClosed and the
+// deadline); the running one finishes with its value. Taking back what a
+// removed worker has queued must stop at its empty queue, which its
+// removal has already closed.
+func TestCloseDeadlineAfterRemove(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		const bound = 10 * time.Second
+		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategyName("round-robin"))
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		unblock := func() { releaseOnce.Do(func() { close(release) }) }
+		defer unblock()
+		// Round-robin: worker 0, worker 1, worker 0 again.
+		var fs []*dispatcher.Future[int]
+		for _, task := range []dispatcher.Task[int]{blocker(release), ok(1), ok(2)} {
+			f, err := d.Submit(context.Background(), task)
+			require.NoError(t, err)
+			fs = append(fs, f)
+		}
+		_, err = waitFuture(t, fs[1], bound)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return d.Stats().Workers[0].Pending == 2 }, bound, time.Millisecond)
+		require.NoError(t, d.RemoveWorker(0))
+
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		within(t, bound, "Close with a deadline", func() {
+			assert.ErrorIs(t, d.Close(ctx), context.DeadlineExceeded)
+		})
+		_, err = waitFuture(t, fs[2], bound)
+		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		unblock()
+		within(t, bound, "Done", func() { <-d.Done() })
+		v, err := waitFuture(t, fs[0], bound)
+		require.NoError(t, err)
+		require.Equal(t, -1, v)
+		s := d.Stats()
+		require.Equal(t, s.Dispatched, s.Completed)
+		require.Zero(t, s.Pending)
+	})
+}

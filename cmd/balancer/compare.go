@@ -18,7 +18,7 @@ func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := runOnce(ctx, c, p, name, c.workerBuffer, stderr)
+		res, err := runOnce(ctx, c, p, c.setupWith(func(s *setup) { s.strategy = name }), stderr)
 		if err != nil {
 			return err
 		}
@@ -42,8 +42,12 @@ func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 }
 
 func printCompare(w io.Writer, c *config, results []*result) {
-	fmt.Fprintf(w, "%d requesters, %d workers, %d requests, work %v %s, seed %d, weights %v, speeds %v\n\n",
+	fmt.Fprintf(w, "%d requesters, %d workers, %d requests, work %v %s, seed %d, weights %v, speeds %v\n",
 		c.requesters, c.workers, c.requests, c.work, c.dist, c.seed, c.weightsOrEqual(), c.speedsOrOne())
+	if len(results) > 0 {
+		fmt.Fprintln(w, results[0].describe())
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\treq/s\tp50\tp99\tshare err\tpending sd\terrors\t")
 	for _, r := range results {

@@ -34,6 +34,7 @@ func TestCompare(t *testing.T) {
 	require.Len(t, reports, len(names))
 	for i, r := range reports {
 		assert.Equal(t, names[i], r.Strategy)
+		assert.Equal(t, "rings", r.Engine)
 		assert.Equal(t, r.Requests, r.Completed+r.Errors)
 	}
 }
@@ -53,7 +54,7 @@ func TestRounds(t *testing.T) {
 	assert.Equal(t, "least-pending", rr.Strategy)
 	require.Len(t, rr.Values, 3)
 	for i, v := range rr.Values {
-		assert.Equal(t, []int{0, 3, 15}[i], v.Value)
+		assert.EqualValues(t, []int{0, 3, 15}[i], v.Value, "a JSON number")
 		assert.Len(t, v.Throughputs, 2)
 		assert.Len(t, v.P99s, 2)
 		assert.Positive(t, v.MedianThroughput)
@@ -64,6 +65,7 @@ func TestRounds(t *testing.T) {
 	code, out, errs = runArgs(t, with("-worker-buffer", "0,4", "-rounds", "2", "-v")...)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "worker buffer, 2 interleaved rounds")
+	assert.Contains(t, out, "\nengine rings, intake buffer 4 × (worker buffer + 1), seed 1\n")
 	assert.Contains(t, out, "baseline")
 	assert.Contains(t, out, "within noise")
 	assert.Contains(t, out, "Mann-Whitney U against worker buffer 0")
@@ -71,15 +73,111 @@ func TestRounds(t *testing.T) {
 	assert.Contains(t, errs, "round 2: worker buffer 4:")
 }
 
-// -completion-buffer has no effect since the completion channel became
-// per-worker counters: one value still runs; a list is refused.
-func TestCompletionBufferKept(t *testing.T) {
-	r := runReport(t, with("-completion-buffer", "0")...)
-	assert.Equal(t, 400, r.Completed)
-	code, out, errs := runArgs(t, with("-completion-buffer", "0,8", "-rounds", "3")...)
-	assert.Equal(t, exitUsage, code)
-	assert.Empty(t, out)
-	assert.Contains(t, errs, "no completion channel")
+// The rings engine has no completion channel: a -completion-buffer on it
+// would be accepted and ignored, so it is refused before anything runs.
+func TestCompletionBufferNeedsChannels(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		line string
+	}{
+		{with("-completion-buffer", "0"),
+			"balancer: -completion-buffer needs -engine channels: the rings engine (the default) has no completion channel\n"},
+		{with("-engine", "rings", "-completion-buffer", "0,64", "-rounds", "3"),
+			"balancer: -completion-buffer needs -engine channels: the rings engine has no completion channel\n"},
+	} {
+		code, out, errs := runArgs(t, tt.args...)
+		assert.Equal(t, exitUsage, code, tt.args)
+		assert.Empty(t, out)
+		assert.Equal(t, tt.line, errs)
+	}
+}
+
+// roundsTable checks the text table of a rounds run over the values of
+// title, the first being the baseline.
+func roundsTable(t *testing.T, out, title string, values ...string) {
+	t.Helper()
+	assert.Contains(t, out, title+", 3 interleaved rounds: strategy least-pending")
+	assert.Regexp(t, `(?m)^\s*`+title+`\s+median req/s\s+median p99\s+ratio\s+p \(req/s\)\s+p \(p99\)\s+verdict\s*$`, out)
+	assert.Regexp(t, `(?m)^\s*`+values[0]+`\s+\d+\s+\S+\s+1\.000\s+-\s+-\s+baseline\s*$`, out)
+	for _, v := range values[1:] {
+		assert.Regexp(t, `(?m)^\s*`+v+`\s+\d+\s+\S+\s+\d+\.\d{3}\s+[01]\.\d{3}\s+[01]\.\d{3}\s+within noise\s*$`, out)
+	}
+	assert.Contains(t, out, "Mann-Whitney U against "+title+" "+values[0]+" over the rounds")
+	assert.Contains(t, out, "note: with 3 rounds")
+}
+
+// roundsJSON runs args with -json and checks the rounds report over values.
+func roundsJSON(t *testing.T, param string, values []any, args ...string) {
+	t.Helper()
+	code, out, errs := runArgs(t, append(args, "-json")...)
+	require.Equal(t, exitOK, code, errs)
+	var rr struct {
+		Parameter string `json:"parameter"`
+		Settings
+		Rounds int `json:"rounds"`
+		Values []struct {
+			Parameter   string    `json:"parameter"`
+			Value       any       `json:"value"`
+			Throughputs []float64 `json:"throughputs_per_s"`
+			Ratio       float64   `json:"throughput_ratio"`
+			PThroughput float64   `json:"p_throughput"`
+		} `json:"values"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rr), out)
+	assert.Equal(t, param, rr.Parameter)
+	assert.Equal(t, 3, rr.Rounds)
+	require.Len(t, rr.Values, len(values))
+	for i, v := range rr.Values {
+		assert.Equal(t, param, v.Parameter)
+		assert.EqualValues(t, values[i], v.Value)
+		assert.Len(t, v.Throughputs, 3)
+		assert.Positive(t, v.Ratio)
+		assert.GreaterOrEqual(t, v.PThroughput, 0.0)
+	}
+	assert.InDelta(t, 1, rr.Values[0].Ratio, 1e-12)
+	var top map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &top))
+	assert.NotContains(t, top, param, "the list's own knob is in values")
+	assert.Equal(t, uint64(1), rr.Seed)
+	assert.Equal(t, "20µs", rr.Work)
+	assert.Equal(t, "exp", rr.Dist)
+	if param != "worker_buffer" {
+		require.NotNil(t, rr.WorkerBuffer)
+		assert.Equal(t, 16, *rr.WorkerBuffer)
+		require.NotNil(t, rr.IntakeBuffer)
+		assert.Equal(t, 4*17, *rr.IntakeBuffer)
+	}
+	if param == "engine" {
+		require.NotNil(t, rr.CompletionBuffer, "the channels rounds' completion buffer")
+		assert.Equal(t, 4, *rr.CompletionBuffer)
+	}
+	if param == "completion_buffer" {
+		assert.Equal(t, "channels", rr.Engine)
+	}
+}
+
+// Paired rounds over the engines: the same machinery and table as a
+// -worker-buffer list. Needs the channel engine.
+func TestEngineRounds(t *testing.T) {
+	code, out, errs := runArgs(t, with("-engine", "channels,rings", "-rounds", "3", "-v")...)
+	require.Equal(t, exitOK, code, errs)
+	roundsTable(t, out, "engine", "channels", "rings")
+	assert.Contains(t, out, "\nworker buffer 16, intake buffer 68, completion buffer 4 on channels, seed 1\n")
+	assert.Contains(t, errs, "round 3: engine rings:")
+
+	roundsJSON(t, "engine", []any{"rings", "channels"}, with("-engine", "rings,channels", "-rounds", "3")...)
+}
+
+// Paired rounds over the channel engine's completion buffer, Pike's
+// unbuffered channel first. Needs the channel engine.
+func TestCompletionBufferRounds(t *testing.T) {
+	args := with("-engine", "channels", "-completion-buffer", "0,64", "-rounds", "3")
+	code, out, errs := runArgs(t, args...)
+	require.Equal(t, exitOK, code, errs)
+	roundsTable(t, out, "completion buffer", "0", "64")
+	assert.Contains(t, out, "\nengine channels, worker buffer 16, intake buffer 68, seed 1\n")
+
+	roundsJSON(t, "completion_buffer", []any{0, 64}, args...)
 }
 
 func TestPlot(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gobalancer/balancer/dispatcher"
 	"github.com/gobalancer/balancer/strategies"
 )
 
@@ -18,9 +19,12 @@ type config struct {
 	strategy                      string
 	weights                       []int
 	speeds                        []float64
-	workerBuffer                  int   // the first of workerBuffers: the single run's value
-	workerBuffers                 []int // -worker-buffer; two or more values run rounds
-	completion                    int   // -1: not given; passed on, but has no effect (see -completion-buffer)
+	workerBuffer                  int                 // the first of workerBuffers: the single run's value
+	workerBuffers                 []int               // -worker-buffer; two or more values run rounds
+	engine                        dispatcher.Engine   // the first of engines
+	engines                       []dispatcher.Engine // -engine; two or more values run rounds
+	completion                    int                 // the first of completions; -1: not given
+	completions                   []int               // -completion-buffer (channel engine only); nil: not given
 	work                          time.Duration
 	dist                          string
 	seed                          uint64
@@ -54,12 +58,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(io.Discard) // we print the one-line error ourselves
 	fs.IntVar(&c.requesters, "requesters", defRequesters, "requester goroutines; each waits for its answer before its next request (Pike's demo)")
 	fs.IntVar(&c.workers, "workers", defWorkers, "worker goroutines (implied by -weights)")
+	// Pike's names, so that his demo's command lines run unchanged.
+	nRequester := fs.Int("nRequester", defRequesters, "alias of -requesters (Pike's name)")
+	nWorker := fs.Int("nWorker", defWorkers, "alias of -workers (Pike's name)")
 	fs.IntVar(&c.requests, "requests", defRequests, "total requests")
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
 	speeds := fs.String("speeds", "", "relative worker speeds, e.g. 1,1,0.5: a request costs -work/speed of CPU on that worker (default all 1)")
 	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs;\na list such as 0,15,63 measures each value in interleaved -rounds")
-	completion := fs.String("completion-buffer", "", "sets dispatcher.WithCompletionBuffer, which has no effect: the dispatcher\ncounts completions per worker and has no completion channel (kept for scripts;\na list is rejected: measure -worker-buffer lists instead)")
+	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
+	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: one slot per worker); a list such\nas 0,64 measures each value in interleaved -rounds")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request (a busy loop, not a sleep)")
 	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
 	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")
@@ -71,7 +79,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.cancelRate, "cancel-rate", 0, "fraction of requests whose context is cancelled, at a random time within the mean work")
 	fs.DurationVar(&c.churn, "churn", 0, "every DUR, add a fresh worker and remove the oldest while requests flow (0: off)")
 	cmp := fs.String("compare", "", "run the same workload under each strategy of a list, e.g. least-pending,round-robin,p2c")
-	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -worker-buffer list")
+	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -worker-buffer, -engine or -completion-buffer list")
 	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time")
 
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +95,18 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.seed = *seed
+	for _, a := range []struct {
+		alias, name string
+		v, dst      *int
+	}{{"nRequester", "requesters", nRequester, &c.requesters}, {"nWorker", "workers", nWorker, &c.workers}} {
+		if !set[a.alias] {
+			continue
+		}
+		if set[a.name] && *a.v != *a.dst {
+			return nil, fmt.Errorf("-%s %d contradicts -%s %d: they are the same flag", a.alias, *a.v, a.name, *a.dst)
+		}
+		*a.dst = *a.v
+	}
 
 	var err error
 	if c.weights, err = parseInts("-weights", *weights); err != nil {
@@ -102,28 +122,24 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("-worker-buffer needs a value, e.g. 16 or 0,15,63")
 	}
 	c.workerBuffer = c.workerBuffers[0]
-	comps, err := parseInts("-completion-buffer", *completion)
-	switch {
-	case err != nil:
+	if c.engines, err = parseEngines(*engine); err != nil {
 		return nil, err
-	case comps == nil:
-		c.completion = -1
-	case len(comps) > 1:
-		// Rounds over it would compare identical configurations.
-		return nil, fmt.Errorf("-completion-buffer %s: a list would compare identical runs: the dispatcher has no "+
-			"completion channel any more (workers count completions in per-worker counters; the value has no effect); "+
-			"measure a -worker-buffer list instead, e.g. -worker-buffer 0,15,63", *completion)
-	case comps[0] < 0:
-		return nil, fmt.Errorf("-completion-buffer must be >= 0, got %d", comps[0])
-	default:
-		c.completion = comps[0]
+	}
+	c.engine = c.engines[0]
+	if c.completions, err = parseInts("-completion-buffer", *completion); err != nil {
+		return nil, err
+	}
+	c.completion = -1
+	if c.completions != nil {
+		c.completion = c.completions[0]
 	}
 	if c.compare, err = parseNames(*cmp); err != nil {
 		return nil, err
 	}
 	if c.weights != nil {
-		if set["workers"] && c.workers != len(c.weights) {
-			return nil, fmt.Errorf("-workers %d contradicts the %d weights of -weights", c.workers, len(c.weights))
+		if (set["workers"] || set["nWorker"]) && c.workers != len(c.weights) {
+			return nil, fmt.Errorf("%s %d contradicts the %d weights of -weights", spelled(set, "workers", "nWorker"),
+				c.workers, len(c.weights))
 		}
 		c.workers = len(c.weights)
 	}
@@ -135,7 +151,8 @@ func (c *config) validate(set map[string]bool) error {
 	positive := []struct {
 		name string
 		v    int
-	}{{"-requesters", c.requesters}, {"-workers", c.workers}, {"-requests", c.requests}, {"-rounds", c.rounds}}
+	}{{spelled(set, "requesters", "nRequester"), c.requesters}, {spelled(set, "workers", "nWorker"), c.workers},
+		{"-requests", c.requests}, {"-rounds", c.rounds}}
 	for _, p := range positive {
 		if p.v < 1 {
 			return fmt.Errorf("%s must be positive, got %d", p.name, p.v)
@@ -150,13 +167,21 @@ func (c *config) validate(set map[string]bool) error {
 			return fmt.Errorf("%s must be >= 0, got %d", p.name, p.v)
 		}
 	}
-	for i, v := range c.workerBuffers {
-		if v < 0 {
-			return fmt.Errorf("-worker-buffer must be >= 0, got %d", v)
+	for _, l := range []struct {
+		name string
+		vs   []int
+	}{{"-worker-buffer", c.workerBuffers}, {"-completion-buffer", c.completions}} {
+		for i, v := range l.vs {
+			if v < 0 {
+				return fmt.Errorf("%s must be >= 0, got %d", l.name, v)
+			}
+			if slices.Contains(l.vs[:i], v) {
+				return fmt.Errorf("%s: %d is listed twice", l.name, v)
+			}
 		}
-		if slices.Contains(c.workerBuffers[:i], v) {
-			return fmt.Errorf("-worker-buffer: %d is listed twice", v)
-		}
+	}
+	if err := c.checkSizes(set); err != nil {
+		return err
 	}
 	if c.work < 0 || c.churn < 0 {
 		return fmt.Errorf("-work and -churn must be >= 0")
@@ -196,22 +221,85 @@ func (c *config) validate(set map[string]bool) error {
 	}
 	// Modes exclude each other: say so rather than ignore a flag.
 	if c.picks > 0 {
-		for _, f := range []string{"requesters", "requests", "speeds", "worker-buffer", "completion-buffer", "work",
+		for _, f := range []string{"requesters", "nRequester", "requests", "speeds", "worker-buffer", "engine", "completion-buffer", "work",
 			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v"} {
 			if set[f] {
 				return fmt.Errorf("-picks runs no workers: -%s has no effect on it", f)
 			}
 		}
 	}
+	// One list at a time: a table varies one thing against its first value.
+	var lists []string
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"worker-buffer", len(c.workerBuffers)}, {"engine", len(c.engines)}, {"completion-buffer", len(c.completions)}} {
+		if l.n > 1 {
+			lists = append(lists, l.name)
+		}
+	}
 	switch {
-	case len(c.compare) > 0 && len(c.workerBuffers) > 1:
-		return errors.New("-compare does not combine with a -worker-buffer list: run them apart")
-	case c.plot != "" && (len(c.compare) > 0 || len(c.workerBuffers) > 1):
-		return errors.New("-plot draws one run: it does not combine with -compare or a -worker-buffer list")
-	case set["rounds"] && len(c.workerBuffers) < 2:
-		return errors.New("-rounds needs a -worker-buffer list of at least two values, e.g. 0,15,63")
+	case len(c.compare) > 0 && len(lists) > 0:
+		return fmt.Errorf("-compare does not combine with a -%s list: one list at a time; run them apart", lists[0])
+	case len(lists) > 1:
+		return fmt.Errorf("a -%s list does not combine with a -%s list: one list at a time; run them apart", lists[0], lists[1])
+	case c.plot != "" && (len(c.compare) > 0 || len(lists) > 0):
+		return errors.New("-plot draws one run: it does not combine with -compare or a list")
+	case set["rounds"] && len(lists) == 0:
+		return errors.New("-rounds needs a -worker-buffer, -engine or -completion-buffer list of at least two values, e.g. -engine channels,rings")
+	}
+	if c.completions != nil {
+		for _, e := range c.engines {
+			if e == dispatcher.Channels {
+				continue
+			}
+			dflt := ""
+			if !set["engine"] {
+				dflt = " (the default)"
+			}
+			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine%s has no completion channel", e, dflt)
+		}
 	}
 	return nil
+}
+
+// checkSizes applies the dispatcher's size limits, so that a size it
+// would refuse is bad input (exit 2) rather than a failed run, and so that
+// nothing is sized by a count it would refuse. Ranges are checked first:
+// the product cannot overflow.
+func (c *config) checkSizes(set map[string]bool) error {
+	switch {
+	case c.weights != nil && c.workers > dispatcher.MaxWorkers:
+		return fmt.Errorf("-weights: %d weights, more than the %d workers a dispatcher runs (dispatcher.MaxWorkers)",
+			c.workers, dispatcher.MaxWorkers)
+	case c.workers > dispatcher.MaxWorkers:
+		return fmt.Errorf("%s must be at most %d (dispatcher.MaxWorkers), got %d",
+			spelled(set, "workers", "nWorker"), dispatcher.MaxWorkers, c.workers)
+	}
+	for _, v := range c.workerBuffers {
+		if v >= dispatcher.MaxBuffer {
+			return fmt.Errorf("-worker-buffer must be below %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
+		}
+		if c.workers > dispatcher.MaxBuffer/(v+1) {
+			return fmt.Errorf("%d workers × (-worker-buffer %d + 1) is more than the %d requests all worker queues may hold (dispatcher.MaxBuffer)",
+				c.workers, v, dispatcher.MaxBuffer)
+		}
+	}
+	for _, v := range c.completions {
+		if v > dispatcher.MaxBuffer {
+			return fmt.Errorf("-completion-buffer must be at most %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
+		}
+	}
+	return nil
+}
+
+// spelled names a flag as the user gave it, so that an error about
+// -nWorker 0 does not speak of a -workers the user never typed.
+func spelled(set map[string]bool, name, alias string) string {
+	if set[alias] && !set[name] {
+		return "-" + alias
+	}
+	return "-" + name
 }
 
 // checkWeights rejects what the strategies would reject, with the flag's name.

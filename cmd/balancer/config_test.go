@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobalancer/balancer/dispatcher"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,11 +33,56 @@ func TestBadInput(t *testing.T) {
 		{"duplicate worker buffer", []string{"-worker-buffer", "0,15,0"}, "-worker-buffer: 0 is listed twice"},
 		{"negative completion buffer", []string{"-completion-buffer", "-1"}, "-completion-buffer must be >= 0"},
 		{"malformed completion list", []string{"-completion-buffer", "0,"}, "malformed list"},
-		{"completion buffer list", []string{"-completion-buffer", "0,8"},
-			"-completion-buffer 0,8: a list would compare identical runs: the dispatcher has no completion channel"},
-		{"completion list with rounds", []string{"-completion-buffer", "0,8", "-rounds", "3"}, "measure a -worker-buffer list instead"},
-		{"both lists", []string{"-worker-buffer", "0,15", "-completion-buffer", "0,8"}, "measure a -worker-buffer list instead"},
+		{"duplicate completion buffer", []string{"-engine", "channels", "-completion-buffer", "8,0,8"},
+			"-completion-buffer: 8 is listed twice"},
+		{"completion buffer on the default engine", []string{"-completion-buffer", "0"},
+			"-completion-buffer needs -engine channels: the rings engine (the default) has no completion channel"},
+		{"completion buffer on rings", []string{"-engine", "rings", "-completion-buffer", "8"},
+			"-completion-buffer needs -engine channels: the rings engine has no completion channel"},
+		{"completion list on rings", []string{"-completion-buffer", "0,8", "-rounds", "3"},
+			"-completion-buffer needs -engine channels: the rings engine (the default) has no completion channel"},
+		{"completion buffer with an engine list", []string{"-engine", "channels,rings", "-completion-buffer", "8"},
+			"-completion-buffer needs -engine channels: the rings engine has no completion channel"},
+		{"too many workers", []string{"-workers", "65537"}, "-workers must be at most 65536 (dispatcher.MaxWorkers), got 65537"},
+		{"too many nWorker", []string{"-nWorker", "100000"}, "-nWorker must be at most 65536"},
+		{"worker buffer at the maximum", []string{"-worker-buffer", "16777216"},
+			"-worker-buffer must be below 16777216 (dispatcher.MaxBuffer), got 16777216"},
+		{"worker buffer overflowing", []string{"-worker-buffer", "0,9223372036854775807"}, "-worker-buffer must be below 16777216"},
+		{"worker queues above the maximum", []string{"-workers", "2000", "-worker-buffer", "10000"},
+			"2000 workers × (-worker-buffer 10000 + 1) is more than the 16777216 requests"},
+		{"completion buffer above the maximum", []string{"-engine", "channels", "-completion-buffer", "0,16777217"},
+			"-completion-buffer must be at most 16777216 (dispatcher.MaxBuffer), got 16777217"},
+		{"unknown engine", []string{"-engine", "pipes"}, `-engine: unknown engine "pipes" (want channels or rings)`},
+		{"unknown engine in list", []string{"-engine", "channels,ring"}, `-engine: unknown engine "ring"`},
+		{"empty engine", []string{"-engine", ""}, "-engine needs a value"},
+		{"malformed engine list", []string{"-engine", "channels,"}, "malformed list"},
+		{"duplicate engine", []string{"-engine", "rings,channels,Rings"}, "-engine: rings is listed twice"},
+		{"two lists", []string{"-worker-buffer", "0,15", "-engine", "channels", "-completion-buffer", "0,8"},
+			"a -worker-buffer list does not combine with a -completion-buffer list: one list at a time"},
+		{"engine and worker buffer lists", []string{"-engine", "channels,rings", "-worker-buffer", "0,15"},
+			"a -worker-buffer list does not combine with a -engine list"},
+		{"engine and completion lists", []string{"-engine", "channels,rings", "-completion-buffer", "0,8"},
+			"a -engine list does not combine with a -completion-buffer list"},
+		{"compare with engine list", []string{"-compare", "p2c", "-engine", "channels,rings"},
+			"-compare does not combine with a -engine list"},
+		{"compare with completion list", []string{"-compare", "p2c", "-engine", "channels", "-completion-buffer", "0,8"},
+			"-compare does not combine with a -completion-buffer list"},
+		{"plot with engine list", []string{"-plot", "x.png", "-engine", "channels,rings"}, "-plot draws one run"},
+		{"picks with engine", []string{"-picks", "10", "-engine", "channels"}, "-picks runs no workers: -engine has no effect"},
+		{"picks with completion buffer", []string{"-picks", "10", "-engine", "channels", "-completion-buffer", "0"},
+			"-picks runs no workers: -engine has no effect"},
+		{"rounds with one engine", []string{"-engine", "channels", "-rounds", "3"},
+			"-rounds needs a -worker-buffer, -engine or -completion-buffer list"},
+		{"rounds with one completion buffer", []string{"-engine", "channels", "-completion-buffer", "0", "-rounds", "3"},
+			"-rounds needs a -worker-buffer, -engine or -completion-buffer list"},
 		{"workers contradict weights", []string{"-workers", "4", "-weights", "1,2"}, "contradicts"},
+		{"nWorker contradicts workers", []string{"-nWorker", "4", "-workers", "8"}, "-nWorker 4 contradicts -workers 8"},
+		{"nRequester contradicts requesters", []string{"-requesters", "8", "-nRequester", "2"},
+			"-nRequester 2 contradicts -requesters 8"},
+		{"zero nWorker", []string{"-nWorker", "0"}, "-nWorker must be positive, got 0"},
+		{"zero nRequester", []string{"-nRequester", "0"}, "-nRequester must be positive, got 0"},
+		{"nWorker contradicts weights", []string{"-nWorker", "4", "-weights", "1,2"}, "-nWorker 4 contradicts the 2 weights"},
+		{"picks with nRequester", []string{"-picks", "10", "-nRequester", "3"}, "-picks runs no workers: -nRequester"},
 		{"bad dist", []string{"-dist", "normal"}, "-dist must be const, uniform or exp"},
 		{"panic rate above 1", []string{"-panic-rate", "1.5"}, "-panic-rate must be within [0, 1]"},
 		{"negative cancel rate", []string{"-cancel-rate", "-0.1"}, "-cancel-rate must be within [0, 1]"},
@@ -44,8 +90,8 @@ func TestBadInput(t *testing.T) {
 		{"zero speed", []string{"-workers", "2", "-speeds", "1,0"}, "want a positive number"},
 		{"negative work", []string{"-work", "-1ms"}, "-work and -churn must be >= 0"},
 		{"negative picks", []string{"-picks", "-1"}, "-picks must be >= 0"},
-		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -worker-buffer list"},
-		{"rounds with one value", []string{"-worker-buffer", "15", "-rounds", "3"}, "-rounds needs a -worker-buffer list"},
+		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -worker-buffer, -engine or -completion-buffer list"},
+		{"rounds with one value", []string{"-worker-buffer", "15", "-rounds", "3"}, "-rounds needs a -worker-buffer,"},
 		{"compare with list", []string{"-compare", "p2c", "-worker-buffer", "0,15"}, "-compare does not combine with a -worker-buffer list"},
 		{"plot with list", []string{"-plot", "x.png", "-worker-buffer", "0,15"}, "-plot draws one run"},
 		{"picks with worker buffer", []string{"-picks", "10", "-worker-buffer", "0,15"}, "-picks runs no workers: -worker-buffer"},
@@ -72,8 +118,8 @@ func TestHelp(t *testing.T) {
 	code, out, errs := runArgs(t, "-h")
 	require.Equal(t, exitOK, code)
 	assert.Empty(t, out)
-	for _, f := range []string{"-requesters", "-workers", "-requests", "-strategy", "-weights", "-worker-buffer",
-		"-completion-buffer", "-work", "-dist", "-seed", "-picks", "-keys", "-json", "-speeds", "-panic-rate",
+	for _, f := range []string{"-requesters", "-nRequester", "-workers", "-nWorker", "-requests", "-strategy", "-weights", "-worker-buffer",
+		"-engine", "-completion-buffer", "-work", "-dist", "-seed", "-picks", "-keys", "-json", "-speeds", "-panic-rate",
 		"-cancel-rate", "-churn", "-v", "-compare", "-rounds", "-plot"} {
 		assert.Regexp(t, `(?m)^  `+f+`\b`, errs, "help lists %s", f)
 	}
@@ -94,12 +140,100 @@ func TestWorkerBufferList(t *testing.T) {
 		require.NoError(t, err, tt.arg)
 		assert.Equal(t, tt.want, c.workerBuffers, tt.arg)
 		assert.Equal(t, tt.single, c.workerBuffer, tt.arg)
-		assert.Equal(t, -1, c.completion, "not given")
+		assert.Equal(t, tt.single, c.setupWith(nil).workerBuffer, tt.arg)
 	}
-	// A single -completion-buffer is still accepted (and passed on).
-	c, err := parseConfig([]string{"-completion-buffer", "0"}, nil)
+}
+
+func TestEngineFlag(t *testing.T) {
+	for _, tt := range []struct {
+		arg  []string
+		want []dispatcher.Engine
+	}{
+		{nil, []dispatcher.Engine{dispatcher.DefaultEngine}},
+		{[]string{"-engine", "channels"}, []dispatcher.Engine{dispatcher.Channels}},
+		{[]string{"-engine", "Rings"}, []dispatcher.Engine{dispatcher.Rings}},
+		{[]string{"-engine", " channels , rings "}, []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings}},
+		{[]string{"-engine", "rings,channels"}, []dispatcher.Engine{dispatcher.Rings, dispatcher.Channels}},
+	} {
+		c, err := parseConfig(tt.arg, nil)
+		require.NoError(t, err, tt.arg)
+		assert.Equal(t, tt.want, c.engines, tt.arg)
+		assert.Equal(t, tt.want[0], c.setupWith(nil).engine, tt.arg)
+	}
+}
+
+// The setup of a run carries the capacities it passes to the dispatcher:
+// the completion buffer only on the channel engine, one slot per worker
+// unless -completion-buffer says otherwise.
+func TestSetupBuffers(t *testing.T) {
+	for _, tt := range []struct {
+		arg                []string
+		completion, intake int
+	}{
+		{nil, -1, 8 * 17},
+		{[]string{"-engine", "rings", "-worker-buffer", "3"}, -1, 8 * 4},
+		{[]string{"-engine", "channels"}, 8, 8 * 17},
+		{[]string{"-engine", "channels", "-workers", "3", "-worker-buffer", "0"}, 3, 3},
+		{[]string{"-engine", "channels", "-completion-buffer", "0"}, 0, 8 * 17},
+		{[]string{"-engine", "channels", "-completion-buffer", "64,0"}, 64, 8 * 17},
+	} {
+		c, err := parseConfig(tt.arg, nil)
+		require.NoError(t, err, tt.arg)
+		s := c.setupWith(nil)
+		assert.Equal(t, tt.completion, s.completion, tt.arg)
+		assert.Equal(t, tt.intake, s.intake, tt.arg)
+	}
+
+	// In an engine list, the channels value gets the completion buffer and
+	// the rings value none.
+	c, err := parseConfig([]string{"-engine", "rings,channels", "-workers", "4"}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 0, c.completion)
+	ax := c.axis()
+	require.NotNil(t, ax)
+	assert.Equal(t, "engine", ax.param)
+	assert.Equal(t, []any{"rings", "channels"}, ax.values)
+	assert.Equal(t, -1, ax.setups[0].completion)
+	assert.Equal(t, 4, ax.setups[1].completion)
+
+	c, err = parseConfig([]string{"-engine", "channels", "-completion-buffer", "0,64"}, nil)
+	require.NoError(t, err)
+	ax = c.axis()
+	require.NotNil(t, ax)
+	assert.Equal(t, "completion_buffer", ax.param)
+	assert.Equal(t, []any{0, 64}, ax.values)
+	assert.Equal(t, []int{0, 64}, []int{ax.setups[0].completion, ax.setups[1].completion})
+	for _, s := range ax.setups {
+		assert.Equal(t, dispatcher.Channels, s.engine)
+	}
+
+	c, err = parseConfig(nil, nil)
+	require.NoError(t, err)
+	assert.Nil(t, c.axis(), "one value of everything: a single run")
+}
+
+// Pike's -nRequester and -nWorker are the same flags as -requesters and
+// -workers: alone they set them; with the same value as the other
+// spelling they are redundant, not an error.
+func TestPikeAliases(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nRequester", "5", "-nWorker", "3"},
+		{"-nRequester", "5", "-requesters", "5", "-nWorker", "3", "-workers", "3"},
+		{"-requesters", "5", "-nWorker", "3"},
+	} {
+		c, err := parseConfig(args, nil)
+		require.NoError(t, err, args)
+		assert.Equal(t, 5, c.requesters, args)
+		assert.Equal(t, 3, c.workers, args)
+	}
+	c, err := parseConfig([]string{"-nWorker", "3", "-weights", "1,1,2"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.workers)
+
+	r := runReport(t, "-requests", "200", "-nRequester", "6", "-nWorker", "3", "-work", "20us")
+	assert.Equal(t, 6, r.Requesters)
+	assert.Equal(t, 3, r.Workers)
+	assert.Len(t, r.PerWorker, 3)
+	assert.Equal(t, 200, r.Completed)
 }
 
 func TestWeightsImplyWorkers(t *testing.T) {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gobalancer/balancer/dispatcher"
 )
 
 // Comma-separated flag values. Every element must parse: "1,,2" or "1,x"
@@ -67,4 +70,31 @@ func parseNames(s string) ([]string, error) {
 		}
 	}
 	return parts, nil
+}
+
+func parseEngines(s string) ([]dispatcher.Engine, error) {
+	parts, err := splitList("-engine", s)
+	if err != nil {
+		return nil, err
+	}
+	if parts == nil {
+		return nil, errors.New("-engine needs a value, e.g. rings or channels,rings")
+	}
+	names := make([]string, len(dispatcher.Engines))
+	for i, e := range dispatcher.Engines {
+		names[i] = e.String()
+	}
+	var out []dispatcher.Engine
+	for _, p := range parts {
+		e, err := dispatcher.ParseEngine(p)
+		if err != nil {
+			// ParseEngine's error speaks of options; the user gave a flag.
+			return nil, fmt.Errorf("-engine: unknown engine %q (want %s)", p, strings.Join(names, " or "))
+		}
+		if slices.Contains(out, e) {
+			return nil, fmt.Errorf("-engine: %v is listed twice", e)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

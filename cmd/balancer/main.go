@@ -1,14 +1,19 @@
 // Command balancer is the demo of Pike's load balancer: nRequester
 // requesters against nWorker workers through a dispatcher, with a report of
-// throughput, latency, per-worker shares and Pike's pending figure. It also
-// traces a strategy's picks (-picks), compares strategies on one workload
-// (-compare), measures worker-queue depths in interleaved rounds, and plots.
+// throughput, latency, per-worker shares and Pike's pending figure, on
+// either engine (-engine channels or rings). It also traces a strategy's
+// picks (-picks), compares strategies on one workload (-compare), measures
+// engines, worker-queue depths or completion-channel capacities in
+// interleaved rounds, and plots.
 //
 //	go run ./cmd/balancer
+//	go run ./cmd/balancer -nRequester 100 -nWorker 10 -engine channels -completion-buffer 0
+//	go run ./cmd/balancer -engine channels,rings -rounds 9
 //	go run ./cmd/balancer -speeds 1,1,1,1,1,1,2,2 -compare least-pending,round-robin,p2c
 //	go run ./cmd/balancer -picks 300 -strategy iwrr -weights 100,100,66
 //
-// The flags and the JSON field names are a stable interface (see DESIGN.md).
+// The flags and the JSON field names are a stable interface: scripts
+// depend on them (docs/demo.md lists them).
 package main
 
 import (
@@ -50,13 +55,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.progress = cfg.progress && !cfg.json && !cfg.verbose && isTerminal(stderr)
 
+	ax := cfg.axis()
 	switch {
 	case cfg.picks > 0:
 		err = runPicks(cfg, stdout)
 	case len(cfg.compare) > 0:
 		err = runCompare(ctx, cfg, stdout, stderr)
-	case len(cfg.workerBuffers) > 1:
-		err = runRounds(ctx, cfg, stdout, stderr)
+	case ax != nil:
+		err = runRounds(ctx, cfg, ax, stdout, stderr)
 	default:
 		err = runSingle(ctx, cfg, stdout, stderr)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/gobalancer/balancer/strategies"
 )
 
-// Trace is the -picks output. Its JSON field names are a stable interface
-// (DESIGN.md).
+// Trace is the -picks output. Its JSON field names are a stable interface:
+// scripts depend on them.
 type Trace struct {
 	Strategy string  `json:"strategy"`
 	Weights  []int   `json:"weights"`

@@ -7,18 +7,20 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// Report is the run's report. Its JSON field names are a stable interface
-// (DESIGN.md, "The demo binary"): scripts depend on them.
+// Report is the run's report. Its JSON field names are a stable interface:
+// scripts depend on them.
 type Report struct {
-	Strategy   string   `json:"strategy"`
-	Requesters int      `json:"requesters"`
-	Workers    int      `json:"workers"`
+	Strategy   string `json:"strategy"`
+	Requesters int    `json:"requesters"`
+	Workers    int    `json:"workers"`
+	Settings
 	Requests   int      `json:"requests"`  // answered; fewer than -requests only when interrupted
 	Completed  int      `json:"completed"` // answered with a value
 	Errors     int      `json:"errors"`    // answered with an error: completed + errors == requests
@@ -29,6 +31,50 @@ type Report struct {
 	Latency    Latency  `json:"latency_ns"`       // submit to answer, every request
 	Pending    Pending  `json:"pending"`
 	PerWorker  []Worker `json:"per_worker"`
+}
+
+// Settings are the knobs of a run besides the strategy and the counts. A
+// report has all but completion_buffer, which only the channel engine has.
+// A rounds report leaves out what its list varies (and intake_buffer for
+// a -worker-buffer list: it follows the worker buffer).
+type Settings struct {
+	Engine           string `json:"engine,omitempty"`
+	WorkerBuffer     *int   `json:"worker_buffer,omitempty"`
+	CompletionBuffer *int   `json:"completion_buffer,omitempty"` // the channel engine's; in an -engine list, its channels value's
+	IntakeBuffer     *int   `json:"intake_buffer,omitempty"`
+	Seed             uint64 `json:"seed"`
+	Work             string `json:"work"` // as -work takes it, e.g. "100µs"
+	Dist             string `json:"dist"`
+}
+
+func settingsOf(c *config, s setup) Settings {
+	st := Settings{
+		Engine: s.engine.String(), WorkerBuffer: ptr(s.workerBuffer), IntakeBuffer: ptr(s.intake),
+		Seed: c.seed, Work: c.work.String(), Dist: c.dist,
+	}
+	if s.completion >= 0 {
+		st.CompletionBuffer = ptr(s.completion)
+	}
+	return st
+}
+
+func ptr(v int) *int { return &v }
+
+// describe names the engine and the buffers for a text header.
+func (st *Settings) describe(extra ...string) string {
+	var parts []string
+	if st.Engine != "" {
+		parts = append(parts, "engine "+st.Engine)
+	}
+	for _, b := range []struct {
+		name string
+		v    *int
+	}{{"worker buffer", st.WorkerBuffer}, {"completion buffer", st.CompletionBuffer}, {"intake buffer", st.IntakeBuffer}} {
+		if b.v != nil {
+			parts = append(parts, fmt.Sprintf("%s %d", b.name, *b.v))
+		}
+	}
+	return strings.Join(append(parts, extra...), ", ")
 }
 
 // Latency holds exact percentiles, in nanoseconds, from a sort of every
@@ -58,9 +104,10 @@ type Worker struct {
 	removed    bool
 }
 
-func buildReport(c *config, name string, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
+func buildReport(c *config, s setup, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
 	r := Report{
-		Strategy: name, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
+		Strategy: s.strategy, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
+		Settings:  settingsOf(c, s),
 		ElapsedNS: elapsed.Nanoseconds(),
 		Pending:   Pending{Mean: st.RunPendingMean, StdDev: st.RunPendingStdDev},
 	}
@@ -145,6 +192,7 @@ func printReport(w io.Writer, c *config, res *result) {
 	r := &res.Report
 	fmt.Fprintf(w, "strategy %s: %d requesters, %d workers, %d requests, work %v %s, seed %d\n",
 		r.Strategy, r.Requesters, r.Workers, r.Requests, c.work, c.dist, c.seed)
+	fmt.Fprintln(w, r.describe())
 	if res.interrupted {
 		fmt.Fprintf(w, "INTERRUPTED after %d of %d requests: partial report\n", r.Requests, c.requests)
 	}
@@ -193,7 +241,7 @@ func dur(ns int64) string {
 
 // runSingle is the default mode: one run, its report, and the plot.
 func runSingle(ctx context.Context, c *config, stdout, stderr io.Writer) error {
-	res, err := runOnce(ctx, c, newPlan(c), c.strategy, c.workerBuffer, stderr)
+	res, err := runOnce(ctx, c, newPlan(c), c.setupWith(nil), stderr)
 	if err != nil {
 		return err
 	}

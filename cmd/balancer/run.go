@@ -27,27 +27,56 @@ type result struct {
 	interrupted bool
 }
 
-// runOnce runs the workload once under strategy name with the given
-// worker buffer (a rounds run varies it; other runs pass -worker-buffer).
-// -completion-buffer, if given, is passed on to the dispatcher, where it
-// has no effect since completions became per-worker counters. Every goroutine it
-// starts has exited when it returns. If ctx ends, it stops taking new
-// requests, lets in-flight ones drain for grace, then cancels them, and
-// returns the partial result with interrupted set.
-func runOnce(ctx context.Context, c *config, p *plan, name string, workerBuffer int, stderr io.Writer) (*result, error) {
+// setup is what may differ between the runs of one invocation: a row of
+// -compare changes the strategy, a value of a rounds list one of the rest.
+type setup struct {
+	strategy     string
+	engine       dispatcher.Engine
+	workerBuffer int
+	completion   int // the completion channel's capacity; -1 on the rings engine, which has none
+	intake       int
+}
+
+// setupWith is the single run's setup (the first value of every list),
+// changed by vary (nil: unchanged), with the buffers the dispatcher would
+// default filled in: runOnce passes them explicitly, so that the report
+// states the capacities the run used rather than a copy of the
+// dispatcher's defaults that could drift from them.
+func (c *config) setupWith(vary func(*setup)) setup {
+	s := setup{strategy: c.strategy, engine: c.engine, workerBuffer: c.workerBuffer, completion: c.completion}
+	if vary != nil {
+		vary(&s)
+	}
+	switch {
+	case s.engine != dispatcher.Channels:
+		s.completion = -1
+	case s.completion < 0:
+		s.completion = c.workers // WithCompletionBuffer's default: one slot per worker
+	}
+	s.intake = c.workers * (s.workerBuffer + 1) // WithIntakeBuffer's default
+	return s
+}
+
+// runOnce runs the workload once with setup s. Every goroutine it starts
+// has exited when it returns. If ctx ends, it stops taking new requests,
+// lets in-flight ones drain for grace, then cancels them, and returns the
+// partial result with interrupted set.
+func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer) (*result, error) {
 	weights := c.weightsOrEqual()
-	inner, err := strategies.New(name, weights, strategies.WithSeed(c.seed))
+	inner, err := strategies.New(s.strategy, weights, strategies.WithSeed(c.seed))
 	if err != nil {
 		return nil, err
 	}
 	tr, strat := newTracker(inner, c, c.plot != "")
 	opts := []dispatcher.Option{
+		dispatcher.WithEngine(s.engine),
 		dispatcher.WithWeights(weights...),
-		dispatcher.WithWorkerBuffer(workerBuffer),
+		dispatcher.WithWorkerBuffer(s.workerBuffer),
+		dispatcher.WithIntakeBuffer(s.intake),
 		dispatcher.WithStrategy(strat),
 	}
-	if c.completion >= 0 {
-		opts = append(opts, dispatcher.WithCompletionBuffer(c.completion))
+	if s.completion >= 0 {
+		opts = append(opts, dispatcher.WithCompletionBuffer(s.completion))
 	}
 	d, err := dispatcher.New[uint64](opts...)
 	if err != nil {
@@ -63,7 +92,7 @@ func runOnce(ctx context.Context, c *config, p *plan, name string, workerBuffer 
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
-	mon := startMonitor(d, c, name, &answered, stderr)
+	mon := startMonitor(d, c, s.strategy, &answered, stderr)
 	ch := startChurn(d, c, weights)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -104,7 +133,7 @@ func runOnce(ctx context.Context, c *config, p *plan, name string, workerBuffer 
 	}
 	attempted := int(min(next.Load(), int64(c.requests)))
 	res := &result{
-		Report:      buildReport(c, name, lat[:attempted], errs[:attempted], elapsed, d.Stats()),
+		Report:      buildReport(c, s, lat[:attempted], errs[:attempted], elapsed, d.Stats()),
 		speeds:      tr.speeds,
 		order:       tr.order,
 		samples:     mon.samples,

@@ -25,8 +25,9 @@ func TestJSONSchema(t *testing.T) {
 		}
 		return k
 	}
-	assert.ElementsMatch(t, []string{"strategy", "requesters", "workers", "requests", "completed", "errors",
-		"panics", "cancelled", "elapsed_ns", "throughput_per_s", "latency_ns", "pending", "per_worker"}, keys(m))
+	assert.ElementsMatch(t, []string{"strategy", "requesters", "workers", "engine", "worker_buffer", "intake_buffer",
+		"seed", "work", "dist", "requests", "completed", "errors", "panics", "cancelled", "elapsed_ns",
+		"throughput_per_s", "latency_ns", "pending", "per_worker"}, keys(m), "no completion_buffer on rings")
 	assert.ElementsMatch(t, []string{"p50", "p90", "p99", "max"}, keys(m["latency_ns"].(map[string]any)))
 	assert.ElementsMatch(t, []string{"mean", "stddev"}, keys(m["pending"].(map[string]any)))
 	pw := m["per_worker"].([]any)
@@ -51,20 +52,63 @@ func TestJSONSchema(t *testing.T) {
 	assert.InDelta(t, 1, share, 1e-9)
 }
 
+// The settings in the report are those the run passed to the dispatcher;
+// completion_buffer is there on the channel engine only, 0 included.
+func TestJSONSettings(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want map[string]any
+	}{
+		{nil, map[string]any{"engine": "rings", "worker_buffer": 16.0, "intake_buffer": 4 * 17.0,
+			"seed": 1.0, "work": "20µs", "dist": "exp"}},
+		{[]string{"-engine", "rings", "-worker-buffer", "3", "-seed", "7", "-dist", "const", "-work", "1ms", "-requests", "40"},
+			map[string]any{"engine": "rings", "worker_buffer": 3.0, "intake_buffer": 4 * 4.0,
+				"seed": 7.0, "work": "1ms", "dist": "const"}},
+		{[]string{"-engine", "channels"}, map[string]any{"engine": "channels", "worker_buffer": 16.0,
+			"completion_buffer": 4.0, "intake_buffer": 4 * 17.0}},
+		{[]string{"-engine", "channels", "-completion-buffer", "0", "-worker-buffer", "0"},
+			map[string]any{"engine": "channels", "worker_buffer": 0.0, "completion_buffer": 0.0, "intake_buffer": 4.0}},
+	} {
+		code, out, errs := runArgs(t, with(append(tt.args, "-json")...)...)
+		require.Equal(t, exitOK, code, errs)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &m))
+		for k, v := range tt.want {
+			assert.Equal(t, v, m[k], "%s in %v", k, tt.args)
+		}
+		_, has := m["completion_buffer"]
+		assert.Equal(t, tt.want["engine"] == "channels", has, "completion_buffer in %v", tt.args)
+		assert.Equal(t, m["requests"], m["completed"], tt.args)
+	}
+}
+
 func TestHumanReport(t *testing.T) {
 	code, out, errs := runArgs(t, with("-weights", "2,1,1,1", "-speeds", "1,1,0.5,1")...)
 	require.Equal(t, exitOK, code, errs)
 	for _, s := range []string{"throughput", "latency: p50", "p90", "p99", "max", "pending over the run (Pike): mean",
-		"stddev", "worker  weight  speed  completed  share  max pending", "0.5"} {
+		"stddev", "worker  weight  speed  completed  share  max pending", "0.5",
+		"\nengine rings, worker buffer 16, intake buffer 68\n"} {
 		assert.Contains(t, out, s)
 	}
+	code, out, errs = runArgs(t, "-requests", "400", "-nRequester", "8", "-nWorker", "2", "-work", "20us",
+		"-engine", "channels", "-completion-buffer", "0", "-worker-buffer", "3")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "strategy least-pending: 8 requesters, 2 workers, 400 requests")
+	assert.Contains(t, out, "\nengine channels, worker buffer 3, completion buffer 0, intake buffer 8\n")
 }
 
 // Every request is answered exactly once, whatever the faults:
 // completed + errors == requests, panics and cancellations among errors.
+// On each engine (the channel one with Pike's unbuffered completions).
 func TestFaultsAccountForEveryRequest(t *testing.T) {
-	r := runReport(t, with("-requests", "600", "-panic-rate", "0.1", "-cancel-rate", "0.2",
-		"-churn", "5ms", "-worker-buffer", "2", "-completion-buffer", "0")...)
+	for _, e := range [][]string{{"-engine", "rings"}, {"-engine", "channels", "-completion-buffer", "0"}} {
+		t.Run(e[1], func(t *testing.T) { faultsAccount(t, e...) })
+	}
+}
+
+func faultsAccount(t *testing.T, engine ...string) {
+	r := runReport(t, with(append(engine, "-requests", "600", "-panic-rate", "0.1", "-cancel-rate", "0.2",
+		"-churn", "5ms", "-worker-buffer", "2")...)...)
 	assert.Equal(t, 600, r.Requests)
 	assert.Equal(t, r.Requests, r.Completed+r.Errors)
 	assert.Positive(t, r.Panics)

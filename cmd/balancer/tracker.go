@@ -14,10 +14,11 @@ import (
 // dispatcher's routing key. Pick(t) maps t to the routing key the user asked
 // for (-keys), asks the real strategy, and writes the picked worker's speed
 // into slot t of a table before returning. The dispatcher honours every pick
-// (DESIGN.md) and puts the request in that worker's queue after Pick
-// returns; the task reads slot t after the worker took it. The queue's
-// publish (an atomic store the worker's atomic load observes) happens-before
-// the take, so the read needs no lock.
+// (a full worker holds the request rather than re-picking) and puts the
+// request in that worker's queue after Pick returns; the task reads slot t
+// after the worker took it. The queue's publish happens-before the take on
+// either engine (rings: an atomic store the worker's atomic load observes;
+// channels: a send on the worker's channel), so the read needs no lock.
 //
 // The tracker also records the order of picks, for the plot. It runs on
 // the balancer goroutine only, like any strategy, and is read after Close.

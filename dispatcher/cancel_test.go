@@ -37,77 +37,81 @@ func blocker(release <-chan struct{}) dispatcher.Task[int] {
 // TestCancelBeforeSubmit: a context already done at submit: the task never
 // runs, every entry point returns the context's error unchanged.
 func TestCancelBeforeSubmit(t *testing.T) {
-	d := newDispatcher(t, dispatcher.WithWorkers(2))
-	var ran atomic.Bool
-	task := func(context.Context) (int, error) { ran.Store(true); return 1, nil }
-	cancelled, cancel := context.WithCancel(context.Background())
-	cancel()
-	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-	defer cancel2()
-	for _, tc := range []struct {
-		name string
-		ctx  context.Context
-		want error
-	}{{"canceled", cancelled, context.Canceled}, {"deadline", expired, context.DeadlineExceeded}} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := d.Do(tc.ctx, task)
-			require.ErrorIs(t, err, tc.want)
-			f, err := d.Submit(tc.ctx, task)
-			require.ErrorIs(t, err, tc.want)
-			require.Nil(t, f)
-			_, err = d.TrySubmit(tc.ctx, task)
-			require.ErrorIs(t, err, tc.want)
-			_, err = d.Key(9).Do(tc.ctx, task)
-			require.ErrorIs(t, err, tc.want)
-			_, err = d.Key(9).Submit(tc.ctx, task)
-			require.ErrorIs(t, err, tc.want)
-		})
-	}
-	require.False(t, ran.Load(), "a task submitted with a done context ran")
-	require.Zero(t, d.Stats().Dispatched)
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		var ran atomic.Bool
+		task := func(context.Context) (int, error) { ran.Store(true); return 1, nil }
+		cancelled, cancel := context.WithCancel(context.Background())
+		cancel()
+		expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel2()
+		for _, tc := range []struct {
+			name string
+			ctx  context.Context
+			want error
+		}{{"canceled", cancelled, context.Canceled}, {"deadline", expired, context.DeadlineExceeded}} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := d.Do(tc.ctx, task)
+				require.ErrorIs(t, err, tc.want)
+				f, err := d.Submit(tc.ctx, task)
+				require.ErrorIs(t, err, tc.want)
+				require.Nil(t, f)
+				_, err = d.TrySubmit(tc.ctx, task)
+				require.ErrorIs(t, err, tc.want)
+				_, err = d.Key(9).Do(tc.ctx, task)
+				require.ErrorIs(t, err, tc.want)
+				_, err = d.Key(9).Submit(tc.ctx, task)
+				require.ErrorIs(t, err, tc.want)
+			})
+		}
+		require.False(t, ran.Load(), "a task submitted with a done context ran")
+		require.Zero(t, d.Stats().Dispatched)
+	})
 }
 
 // TestCancelWhileQueued: cancelled while waiting behind a busy worker, the
 // task never runs and its answer is the context's error; a Do caller
 // returns at once.
 func TestCancelWhileQueued(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		d := bubbleDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(4))
-		release := make(chan struct{})
-		busy, err := d.Submit(context.Background(), blocker(release))
-		require.NoError(t, err)
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(4))
+			release := make(chan struct{})
+			busy, err := d.Submit(context.Background(), blocker(release))
+			require.NoError(t, err)
 
-		var ran atomic.Int32
-		task := func(context.Context) (int, error) { ran.Add(1); return 1, nil }
-		ctx, cancel := context.WithCancel(context.Background())
-		queued, err := d.Submit(ctx, task)
-		require.NoError(t, err)
+			var ran atomic.Int32
+			task := func(context.Context) (int, error) { ran.Add(1); return 1, nil }
+			ctx, cancel := context.WithCancel(context.Background())
+			queued, err := d.Submit(ctx, task)
+			require.NoError(t, err)
 
-		doCtx, doCancel := context.WithCancel(context.Background())
-		var doErr error
-		var doReturned time.Time
-		go func() {
-			_, doErr = d.Do(doCtx, task)
-			doReturned = time.Now()
-		}()
-		synctest.Wait() // both queued behind the busy worker
-		require.Equal(t, 3, d.Stats().Pending)
+			doCtx, doCancel := context.WithCancel(context.Background())
+			var doErr error
+			var doReturned time.Time
+			go func() {
+				_, doErr = d.Do(doCtx, task)
+				doReturned = time.Now()
+			}()
+			synctest.Wait() // both queued behind the busy worker
+			require.Equal(t, 3, d.Stats().Pending)
 
-		start := time.Now()
-		cancel()
-		doCancel()
-		synctest.Wait()
-		require.ErrorIs(t, doErr, context.Canceled)
-		require.Equal(t, start, doReturned, "Do returns as soon as its context ends")
+			start := time.Now()
+			cancel()
+			doCancel()
+			synctest.Wait()
+			require.ErrorIs(t, doErr, context.Canceled)
+			require.Equal(t, start, doReturned, "Do returns as soon as its context ends")
 
-		close(release)
-		_, err = queued.Wait(context.Background())
-		require.ErrorIs(t, err, context.Canceled)
-		_, err = busy.Wait(context.Background())
-		require.NoError(t, err)
-		closeBubble(t, d)
-		require.Zero(t, ran.Load(), "a task cancelled while queued ran")
-		require.Equal(t, int64(3), d.Stats().Completed, "each queued request is answered once")
+			close(release)
+			_, err = queued.Wait(context.Background())
+			require.ErrorIs(t, err, context.Canceled)
+			_, err = busy.Wait(context.Background())
+			require.NoError(t, err)
+			closeBubble(t, d)
+			require.Zero(t, ran.Load(), "a task cancelled while queued ran")
+			require.Equal(t, int64(3), d.Stats().Completed, "each queued request is answered once")
+		})
 	})
 }
 
@@ -116,39 +120,41 @@ type ctxKey struct{}
 // TestCancelWhileRunning: a running task gets the request's context, sees
 // it end and its answer is what it returns.
 func TestCancelWhileRunning(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		d := bubbleDispatcher(t, dispatcher.WithWorkers(2))
-		base := context.WithValue(context.Background(), ctxKey{}, "mine")
-		ctx, cancel := context.WithTimeout(base, 50*time.Millisecond)
-		defer cancel()
-		started := make(chan struct{})
-		start := time.Now()
-		f, err := d.Submit(ctx, func(ctx context.Context) (int, error) {
-			assert.Equal(t, "mine", ctx.Value(ctxKey{}), "the task runs with the request's context")
-			close(started)
-			<-ctx.Done()
-			return 0, ctx.Err()
-		})
-		require.NoError(t, err)
-		<-started
-		_, err = f.Wait(context.Background())
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Equal(t, 50*time.Millisecond, time.Since(start))
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+			base := context.WithValue(context.Background(), ctxKey{}, "mine")
+			ctx, cancel := context.WithTimeout(base, 50*time.Millisecond)
+			defer cancel()
+			started := make(chan struct{})
+			start := time.Now()
+			f, err := d.Submit(ctx, func(ctx context.Context) (int, error) {
+				assert.Equal(t, "mine", ctx.Value(ctxKey{}), "the task runs with the request's context")
+				close(started)
+				<-ctx.Done()
+				return 0, ctx.Err()
+			})
+			require.NoError(t, err)
+			<-started
+			_, err = f.Wait(context.Background())
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Equal(t, 50*time.Millisecond, time.Since(start))
 
-		// Cancel explicitly while it runs.
-		ctx2, cancel2 := context.WithCancel(base)
-		started2 := make(chan struct{})
-		f, err = d.Submit(ctx2, func(ctx context.Context) (int, error) {
-			close(started2)
-			<-ctx.Done()
-			return 0, ctx.Err()
+			// Cancel explicitly while it runs.
+			ctx2, cancel2 := context.WithCancel(base)
+			started2 := make(chan struct{})
+			f, err = d.Submit(ctx2, func(ctx context.Context) (int, error) {
+				close(started2)
+				<-ctx.Done()
+				return 0, ctx.Err()
+			})
+			require.NoError(t, err)
+			<-started2
+			cancel2()
+			_, err = f.Wait(context.Background())
+			require.ErrorIs(t, err, context.Canceled)
+			closeBubble(t, d)
 		})
-		require.NoError(t, err)
-		<-started2
-		cancel2()
-		_, err = f.Wait(context.Background())
-		require.ErrorIs(t, err, context.Canceled)
-		closeBubble(t, d)
 	})
 }
 
@@ -156,44 +162,46 @@ func TestCancelWhileRunning(t *testing.T) {
 // blocks; it returns as soon as there is room, or with the context's error
 // at its deadline (the task then never runs); TrySubmit never blocks.
 func TestBackpressure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		d := bubbleDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-		start := time.Now()
-		busy, err := d.Submit(context.Background(), func(context.Context) (int, error) {
-			time.Sleep(100 * time.Millisecond)
-			return 1, nil
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+			start := time.Now()
+			busy, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+				time.Sleep(100 * time.Millisecond)
+				return 1, nil
+			})
+			require.NoError(t, err)
+			synctest.Wait()
+
+			// TrySubmit: no room, no wait.
+			var ran atomic.Int32
+			task := func(context.Context) (int, error) { ran.Add(1); return 2, nil }
+			_, err = d.TrySubmit(context.Background(), task)
+			require.ErrorIs(t, err, dispatcher.ErrBusy)
+			require.Zero(t, time.Since(start))
+
+			// Blocked until its deadline: the context's error, exactly then.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			_, err = d.Submit(ctx, task)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.Equal(t, 30*time.Millisecond, time.Since(start))
+			_, err = d.Do(ctx, task)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			// Blocked until room: returns the moment the busy task completes.
+			f, err := d.Submit(context.Background(), task)
+			require.NoError(t, err)
+			require.Equal(t, 100*time.Millisecond, time.Since(start), "Submit wakes as soon as there is room")
+			v, err := f.Wait(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 2, v)
+			v, err = busy.Wait(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, 1, v)
+			closeBubble(t, d)
+			require.Equal(t, int32(1), ran.Load(), "only the accepted task ran")
 		})
-		require.NoError(t, err)
-		synctest.Wait()
-
-		// TrySubmit: no room, no wait.
-		var ran atomic.Int32
-		task := func(context.Context) (int, error) { ran.Add(1); return 2, nil }
-		_, err = d.TrySubmit(context.Background(), task)
-		require.ErrorIs(t, err, dispatcher.ErrBusy)
-		require.Zero(t, time.Since(start))
-
-		// Blocked until its deadline: the context's error, exactly then.
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-		defer cancel()
-		_, err = d.Submit(ctx, task)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Equal(t, 30*time.Millisecond, time.Since(start))
-		_, err = d.Do(ctx, task)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-
-		// Blocked until room: returns the moment the busy task completes.
-		f, err := d.Submit(context.Background(), task)
-		require.NoError(t, err)
-		require.Equal(t, 100*time.Millisecond, time.Since(start), "Submit wakes as soon as there is room")
-		v, err := f.Wait(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 2, v)
-		v, err = busy.Wait(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 1, v)
-		closeBubble(t, d)
-		require.Equal(t, int32(1), ran.Load(), "only the accepted task ran")
 	})
 }
 
@@ -201,53 +209,56 @@ func TestBackpressure(t *testing.T) {
 // read the answer. Workers never block on them and keep serving, Close
 // drains, and goleak (TestMain) finds nothing left.
 func TestAbandonedRequesters(t *testing.T) {
-	const n, requesters = 10_000, 50
-	d := newDispatcher(t, dispatcher.WithWorkers(4), dispatcher.WithWorkerBuffer(8))
-	var accepted, ran atomic.Int64
-	task := func(context.Context) (int, error) {
-		ran.Add(1)
-		burn(time.Microsecond)
-		return 1, nil
-	}
-	within(t, 20*time.Second, "abandoning requesters", func() {
-		var wg sync.WaitGroup
-		for g := range requesters {
-			wg.Go(func() {
-				for k := range n / requesters {
-					ctx, cancel := context.WithCancel(context.Background())
-					if k%2 == 0 {
-						// Submit, cancel, drop the future unread.
-						if _, err := d.Submit(ctx, task); err == nil {
-							accepted.Add(1)
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		const n, requesters = 10_000, 50
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4), dispatcher.WithWorkerBuffer(8))
+		var accepted, ran atomic.Int64
+		task := func(context.Context) (int, error) {
+			ran.Add(1)
+			burn(time.Microsecond)
+			return 1, nil
+		}
+		within(t, 20*time.Second, "abandoning requesters", func() {
+			var wg sync.WaitGroup
+			for g := range requesters {
+				wg.Go(func() {
+					for k := range n / requesters {
+						ctx, cancel := context.WithCancel(context.Background())
+						if k%2 == 0 {
+							// Submit, cancel, drop the future unread.
+							if _, err := d.Submit(ctx, task); err == nil {
+								accepted.Add(1)
+							}
+							cancel()
+							continue
+						}
+						// Do whose context ends while it waits: it returns,
+						// the worker answers into the void.
+						go func() { time.Sleep(time.Duration(g%5) * time.Microsecond); cancel() }()
+						_, err := d.Do(ctx, task)
+						if err != nil {
+							assert.ErrorIs(t, err, context.Canceled)
 						}
 						cancel()
-						continue
 					}
-					// Do whose context ends while it waits: it returns,
-					// the worker answers into the void.
-					go func() { time.Sleep(time.Duration(g%5) * time.Microsecond); cancel() }()
-					_, err := d.Do(ctx, task)
-					if err != nil {
-						assert.ErrorIs(t, err, context.Canceled)
-					}
-					cancel()
-				}
-			})
-		}
-		wg.Wait()
+				})
+			}
+			wg.Wait()
+		})
+		within(t, 20*time.Second, "workers still serve", func() {
+			for i := range 100 {
+				v, err := d.Do(context.Background(), ok(i))
+				assert.NoError(t, err)
+				assert.Equal(t, i, v)
+			}
+		})
+		closeWithin(t, d, 20*time.Second)
+		s := d.Stats()
+		require.Equal(t, s.Dispatched, s.Completed)
+		require.GreaterOrEqual(t, s.Completed, accepted.Load()+100)
+		require.LessOrEqual(t, ran.Load(), s.Completed-100)
+		t.Logf("accepted futures %d, dispatched %d, ran %d", accepted.Load(), s.Dispatched, ran.Load())
 	})
-	// Workers still serve.
-	for i := range 100 {
-		v, err := d.Do(context.Background(), ok(i))
-		require.NoError(t, err)
-		require.Equal(t, i, v)
-	}
-	closeWithin(t, d, 20*time.Second)
-	s := d.Stats()
-	require.Equal(t, s.Dispatched, s.Completed)
-	require.GreaterOrEqual(t, s.Completed, accepted.Load()+100)
-	require.LessOrEqual(t, ran.Load(), s.Completed-100)
-	t.Logf("accepted futures %d, dispatched %d, ran %d", accepted.Load(), s.Dispatched, ran.Load())
 }
 
 // TestIntakeBufferBound: WithIntakeBuffer(n) with 0 < n < workers × depth
@@ -258,41 +269,43 @@ func TestAbandonedRequesters(t *testing.T) {
 // workers × depth for every buffer size, so a positive buffer smaller than
 // that admitted workers × depth.
 func TestIntakeBufferBound(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		d := bubbleDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(1))
-		release := make(chan struct{})
-		released := false
-		defer func() { // on failure, leave nothing blocked in the bubble
-			if !released {
-				close(release)
-				_ = d.Close(context.Background())
-				<-d.Done()
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(1))
+			release := make(chan struct{})
+			released := false
+			defer func() { // on failure, leave nothing blocked in the bubble
+				if !released {
+					close(release)
+					_ = d.Close(context.Background())
+					<-d.Done()
+				}
+			}()
+			var futures []*dispatcher.Future[int]
+			for range 2 {
+				f, err := d.Submit(context.Background(), blocker(release))
+				require.NoError(t, err)
+				futures = append(futures, f)
+				synctest.Wait()
 			}
-		}()
-		var futures []*dispatcher.Future[int]
-		for range 2 {
-			f, err := d.Submit(context.Background(), blocker(release))
-			require.NoError(t, err)
+			require.Equal(t, 2, d.Stats().Pending, "both workers busy")
+
+			f, err := d.TrySubmit(context.Background(), blocker(release))
+			require.NoError(t, err, "the intake buffer has room for one")
 			futures = append(futures, f)
 			synctest.Wait()
-		}
-		require.Equal(t, 2, d.Stats().Pending, "both workers busy")
 
-		f, err := d.TrySubmit(context.Background(), blocker(release))
-		require.NoError(t, err, "the intake buffer has room for one")
-		futures = append(futures, f)
-		synctest.Wait()
+			_, err = d.TrySubmit(context.Background(), blocker(release))
+			require.ErrorIs(t, err, dispatcher.ErrBusy, "intake buffer 1 already holds one request")
 
-		_, err = d.TrySubmit(context.Background(), blocker(release))
-		require.ErrorIs(t, err, dispatcher.ErrBusy, "intake buffer 1 already holds one request")
-
-		close(release)
-		released = true
-		for _, f := range futures {
-			v, err := f.Wait(context.Background())
-			require.NoError(t, err)
-			require.Equal(t, -1, v)
-		}
-		closeBubble(t, d)
+			close(release)
+			released = true
+			for _, f := range futures {
+				v, err := f.Wait(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, -1, v)
+			}
+			closeBubble(t, d)
+		})
 	})
 }

@@ -19,61 +19,70 @@ import (
 )
 
 // TestNoDeadlockMatrix runs closed-loop requesters (each waits for its
-// answer before the next request, as in Pike's demo) over every
-// combination of worker count, worker buffer, completion option and
-// requester count; every cell must finish within its bound. The intake is a
-// rendezvous (Pike's unbuffered request channel), the hardest case for the
-// gate. The completion axis no longer varies anything: since 3253775 there
-// is no completion channel and WithCompletionBuffer has no effect; it is kept
-// so the option stays harmless and the cell names stay those of
-// docs/guarantees.md.
+// answer before the next request, as in Pike's demo) on each engine over
+// every combination of worker count, worker buffer, completion channel
+// (channel engine only) and requester count; every cell must finish within
+// its bound. The intake is a rendezvous (Pike's unbuffered request
+// channel), the hardest case for the gate, and an unbuffered completion
+// channel is the one on which the textbook design deadlocks.
 func TestNoDeadlockMatrix(t *testing.T) {
-	const cellBound = 20 * time.Second
-	for _, workers := range []int{1, 2, 8} {
-		for _, buf := range []int{0, 1, 64} {
-			full := workers * (buf + 1)
-			for _, comp := range []struct {
-				name string
-				n    int
-			}{{"unbuffered", 0}, {fmt.Sprintf("buffered-%d", workers), workers}} {
-				for _, requesters := range distinct(1, full, 4*full, 1000) {
-					name := fmt.Sprintf("workers=%d/buffer=%d/completion=%s/requesters=%d", workers, buf, comp.name, requesters)
-					t.Run(name, func(t *testing.T) {
-						d := newDispatcher(t,
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		for _, workers := range []int{1, 2, 8} {
+			for _, buf := range []int{0, 1, 64} {
+				full := workers * (buf + 1)
+				for _, comp := range completionAxis(eng, workers) {
+					for _, requesters := range distinct(1, full, 4*full, 1000) {
+						name := fmt.Sprintf("workers=%d/buffer=%d/", workers, buf)
+						if comp.name != "" {
+							name += "completion=" + comp.name + "/"
+						}
+						name += fmt.Sprintf("requesters=%d", requesters)
+						opts := append([]dispatcher.Option{
+							dispatcher.WithEngine(eng),
 							dispatcher.WithWorkers(workers),
 							dispatcher.WithWorkerBuffer(buf),
-							dispatcher.WithCompletionBuffer(comp.n),
-							dispatcher.WithIntakeBuffer(0))
-						// Enough requests per requester that queues fill and
-						// drain many times, bounded so the matrix stays fast.
-						per := max(3, 3000/requesters)
-						var answered atomic.Int64
-						within(t, cellBound, name, func() {
-							requestLoop(t, d, requesters, per, &answered)
-						})
-						total := int64(requesters * per)
-						require.Equal(t, total, answered.Load())
-						closeWithin(t, d, cellBound)
-						s := d.Stats()
-						assert.Equal(t, total, s.Completed)
-						assert.Equal(t, total, s.Dispatched)
-						assert.Zero(t, s.Pending)
-					})
+							dispatcher.WithIntakeBuffer(0),
+						}, comp.opts...)
+						t.Run(name, func(t *testing.T) { matrixCell(t, requesters, opts) })
+					}
 				}
 			}
 		}
-	}
+	})
+}
+
+// matrixCell runs one cell of TestNoDeadlockMatrix.
+func matrixCell(t *testing.T, requesters int, opts []dispatcher.Option) {
+	const cellBound = 20 * time.Second
+	d := newDispatcher(t, opts...)
+	// Enough requests per requester that queues fill and drain many times,
+	// bounded so the matrix stays fast.
+	per := max(3, 3000/requesters)
+	var answered atomic.Int64
+	within(t, cellBound, "requesters", func() {
+		requestLoop(t, d, requesters, per, &answered)
+	})
+	total := int64(requesters * per)
+	require.Equal(t, total, answered.Load())
+	closeWithin(t, d, cellBound)
+	s := d.Stats()
+	assert.Equal(t, total, s.Completed)
+	assert.Equal(t, total, s.Dispatched)
+	assert.Zero(t, s.Pending)
 }
 
 // requestLoop runs requesters goroutines that each Do per requests in turn,
 // every task returning its own id, and counts the correct answers.
+// Requester g uses routing key g, so affinity strategies spread the
+// requesters instead of sending all to the worker of key 0.
 func requestLoop(t *testing.T, d *dispatcher.Dispatcher[int], requesters, per int, answered *atomic.Int64) {
 	var wg sync.WaitGroup
 	for g := range requesters {
+		key := d.Key(uint64(g))
 		wg.Go(func() {
 			for k := range per {
 				id := g*per + k
-				v, err := d.Do(context.Background(), func(context.Context) (int, error) {
+				v, err := key.Do(context.Background(), func(context.Context) (int, error) {
 					if id%3 == 0 {
 						runtime.Gosched() // vary completion order
 					}
@@ -98,7 +107,9 @@ func requestLoop(t *testing.T, d *dispatcher.Dispatcher[int], requesters, per in
 // the textbook dispatch (Pike's, below) blocks on w.requests <- req while
 // that worker blocks sending on the unbuffered completion channel. With 2
 // workers, buffer 1 and 4 closed-loop requesters it stops making progress;
-// the same cell of TestNoDeadlockMatrix finishes.
+// the same cell of TestNoDeadlockMatrix on the channel engine
+// (engine=channels/workers=2/buffer=1/completion=unbuffered/requesters=4),
+// which has these very channels, finishes.
 func TestTextbookDispatchDeadlocks(t *testing.T) {
 	const (
 		stall = 2 * time.Second  // no progress for this long: deadlocked

@@ -28,8 +28,8 @@ func burn(d time.Duration) {
 // over workers, with faults injected per mille of requests.
 type faultRun struct {
 	requests, requesters, workers int
-	maxWork                       time.Duration // CPU per task, uniform in [0, maxWork)
-	completion                    int           // WithCompletionBuffer: no effect since 3253775, kept in the subtest names
+	maxWork                       time.Duration       // CPU per task, uniform in [0, maxWork)
+	opts                          []dispatcher.Option // the engine and, on channels, the completion buffer
 	strategy                      string
 	seed                          uint64
 	bound                         time.Duration
@@ -85,11 +85,11 @@ func panicTask(id int) (int, error) { panic(fmt.Sprintf("boom %d", id)) }
 // request is answered exactly once and each kind of fault ends with its own
 // error.
 func runFaults(t *testing.T, r faultRun) faultReport {
-	d, err := dispatcher.New[int](
+	d, err := dispatcher.New[int](append([]dispatcher.Option{
 		dispatcher.WithWorkers(r.workers),
 		dispatcher.WithWorkerBuffer(4),
-		dispatcher.WithCompletionBuffer(r.completion),
-		dispatcher.WithStrategyName(r.strategy))
+		dispatcher.WithStrategyName(r.strategy),
+	}, r.opts...)...)
 	require.NoError(t, err)
 
 	var (
@@ -266,19 +266,32 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 }
 
 // TestExactlyOnce: every accepted request gets exactly one answer, under
-// panics, Goexits, cancellations at every stage and worker churn.
+// panics, Goexits, cancellations at every stage and worker churn, on each
+// engine, with each completion channel of the channel engine.
 func TestExactlyOnce(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		run  faultRun
-	}{
-		{"completion=unbuffered/strategy=least-pending", faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, completion: 0, strategy: "least-pending", seed: 1}},
-		{"completion=buffered/strategy=round-robin", faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, completion: 4, strategy: "round-robin", seed: 2}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.run.bound = 30 * time.Second
-			rep := runFaults(t, tc.run)
-			t.Log(rep)
-		})
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		runExactlyOnce(t, eng, faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, bound: 30 * time.Second})
+	})
+}
+
+// runExactlyOnce runs base over least-pending and round-robin, each with
+// every completion cell of eng; the seed differs per run so runs do not
+// repeat one another's fault sequence.
+func runExactlyOnce(t *testing.T, eng dispatcher.Engine, base faultRun) {
+	for i, strategy := range []string{"least-pending", "round-robin"} {
+		for j, comp := range completionAxis(eng, base.workers) {
+			name := "strategy=" + strategy
+			if comp.name != "" {
+				name = "completion=" + comp.name + "/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				r := base
+				r.strategy = strategy
+				r.opts = append([]dispatcher.Option{dispatcher.WithEngine(eng)}, comp.opts...)
+				r.seed += uint64(1 + 2*i + j)
+				rep := runFaults(t, r)
+				t.Log(rep)
+			})
+		}
 	}
 }

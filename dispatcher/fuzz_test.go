@@ -35,15 +35,24 @@ type fuzzReq struct {
 
 // FuzzDispatcher decodes a random sequence of submit, cancel, add, remove,
 // re-weight and close from the fuzz bytes (byte 0 is the configuration,
-// each later byte one operation: op = b%8, arg = b/8) and checks that every
-// accepted request is answered exactly once with an answer its kind allows,
-// that nothing refused or abandoned ran, and that no goroutine is left.
+// its top bit the engine; each later byte one operation: op = b%8,
+// arg = b/8) and checks that every accepted request is answered exactly
+// once with an answer its kind allows, that nothing refused or abandoned
+// ran, and that no goroutine is left.
 func FuzzDispatcher(f *testing.F) {
-	f.Add([]byte{0x00, 0, 8, 16, 24, 32, 7})                         // submit each kind, close
-	f.Add([]byte{0x15, 24, 24, 24, 24, 3, 11, 0, 0, 0, 0, 0, 0})     // waits fill the workers, cancels, submits
-	f.Add([]byte{0x41, 0, 4, 4, 5, 13, 6, 14, 0, 8, 16, 5, 0, 0})    // round-robin with adds, removes, weights
-	f.Add([]byte{0x2a, 24, 24, 0, 0, 0, 7, 0, 15, 0})                // close with a 1 ms deadline over waits
-	f.Add([]byte{0x3f, 1, 9, 17, 25, 33, 2, 10, 18, 26, 34, 23, 31}) // rendezvous intake, TrySubmit
+	for _, seed := range [][]byte{
+		{0x00, 0, 8, 16, 24, 32, 7},                         // submit each kind, close
+		{0x15, 24, 24, 24, 24, 3, 11, 0, 0, 0, 0, 0, 0},     // waits fill the workers, cancels, submits
+		{0x41, 0, 4, 4, 5, 13, 6, 14, 0, 8, 16, 5, 0, 0},    // round-robin with adds, removes, weights
+		{0x2a, 24, 24, 0, 0, 0, 7, 0, 15, 0},                // close with a 1 ms deadline over waits
+		{0x3f, 1, 9, 17, 25, 33, 2, 10, 18, 26, 34, 23, 31}, // rendezvous intake, TrySubmit
+		{0x42, 0x41, 0x18, 0, 0x25, 0, 7, 0, 0x0f, 9},       // remove a worker while it runs, then close with a deadline (found by fuzzing)
+	} {
+		// Each seed once per engine: bit 7 clear is the channel engine, set
+		// is rings.
+		f.Add(seed)
+		f.Add(append([]byte{seed[0] | 0x80}, seed[1:]...))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 {
 			return
@@ -59,6 +68,7 @@ func FuzzDispatcher(f *testing.F) {
 func fuzzRun(t *testing.T, data []byte) {
 	cfg := data[0]
 	opts := []dispatcher.Option{
+		dispatcher.WithEngine(dispatcher.Engines[int(cfg>>7)%len(dispatcher.Engines)]),
 		dispatcher.WithWorkers(1 + int(cfg%4)),
 		dispatcher.WithWorkerBuffer([]int{0, 1, 4}[cfg>>2%3]),
 		dispatcher.WithStrategyName([]string{"least-pending", "round-robin"}[cfg>>6&1]),

@@ -88,51 +88,50 @@ func TestZeroValueDispatcher(t *testing.T) {
 // TestHardenedCalls covers runtime calls on both engines: Future.Wait with
 // a nil context, and one error rule for membership calls.
 func TestHardenedCalls(t *testing.T) {
-	for _, e := range dispatcher.Engines {
-		t.Run("engine="+e.String(), func(t *testing.T) {
-			d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2), dispatcher.WithStrategyName("swrr"))
-			f, err := d.Submit(context.Background(), ok(3))
-			require.NoError(t, err)
-			var nilCtx context.Context
-			_, err = f.Wait(nilCtx)
-			require.ErrorIs(t, err, dispatcher.ErrNilContext)
-			v, err := waitFuture(t, f, 5*time.Second)
-			require.NoError(t, err)
-			require.Equal(t, 3, v)
+	forEachEngine(t, func(t *testing.T, e dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2), dispatcher.WithStrategyName("swrr"))
+		f, err := d.Submit(context.Background(), ok(3))
+		require.NoError(t, err)
+		var nilCtx context.Context
+		_, err = f.Wait(nilCtx)
+		require.ErrorIs(t, err, dispatcher.ErrNilContext)
+		v, err := waitFuture(t, f, 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
 
-			err = d.SetWeight(0, -1)
-			require.ErrorIs(t, err, dispatcher.ErrBadOption)
-			require.ErrorIs(t, err, strategies.ErrNegativeWeight)
-			require.NoError(t, d.SetWeight(0, 0))
-			err = d.RemoveWorker(1)
-			require.ErrorIs(t, err, dispatcher.ErrBadOption, "removing the last weighted worker")
-			require.ErrorIs(t, err, strategies.ErrLastMember)
-			_, err = d.AddWorker(-1)
-			require.ErrorIs(t, err, dispatcher.ErrBadOption)
-			require.ErrorIs(t, d.RemoveWorker(7), dispatcher.ErrNoWorker)
-		})
-	}
+		err = d.SetWeight(0, -1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+		require.ErrorIs(t, err, strategies.ErrNegativeWeight)
+		require.NoError(t, d.SetWeight(0, 0))
+		err = d.RemoveWorker(1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption, "removing the last weighted worker")
+		require.ErrorIs(t, err, strategies.ErrLastMember)
+		_, err = d.AddWorker(-1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+		require.ErrorIs(t, d.RemoveWorker(7), dispatcher.ErrNoWorker)
+	})
 }
 
 // TestStatsAccountBusyAtEnd: after a request's answer, Stats has its busy
 // time, also when the worker has nothing queued behind it (it used to
 // publish busy time only once idle, after the answer).
 func TestStatsAccountBusyAtEnd(t *testing.T) {
-	for _, e := range dispatcher.Engines {
-		t.Run("engine="+e.String(), func(t *testing.T) {
-			for range 5 {
-				d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(1))
-				_, err := d.Do(context.Background(), func(context.Context) (int, error) {
+	forEachEngine(t, func(t *testing.T, e dispatcher.Engine) {
+		for range 5 {
+			d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(1))
+			var err error
+			within(t, 5*time.Second, "Do", func() {
+				_, err = d.Do(context.Background(), func(context.Context) (int, error) {
 					time.Sleep(2 * time.Millisecond)
 					return 0, nil
 				})
-				require.NoError(t, err)
-				s := d.Stats()
-				require.Equal(t, int64(1), s.Workers[0].Completed)
-				require.GreaterOrEqual(t, s.Workers[0].Busy, 2*time.Millisecond)
-			}
-		})
-	}
+			})
+			require.NoError(t, err)
+			s := d.Stats()
+			require.Equal(t, int64(1), s.Workers[0].Completed)
+			require.GreaterOrEqual(t, s.Workers[0].Busy, 2*time.Millisecond)
+		}
+	})
 }
 
 // TestPendingFigureAfterRemove: Pike's mean and deviation of pending are

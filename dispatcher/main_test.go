@@ -42,6 +42,36 @@ func within(t testing.TB, d time.Duration, what string, f func()) {
 	}
 }
 
+// forEachEngine runs f as one subtest per engine, named engine=channels
+// and engine=rings: both engines promise every guarantee, so each test
+// proves it on both with the same code.
+func forEachEngine(t *testing.T, f func(t *testing.T, eng dispatcher.Engine)) {
+	t.Helper()
+	for _, eng := range dispatcher.Engines {
+		t.Run("engine="+eng.String(), func(t *testing.T) { f(t, eng) })
+	}
+}
+
+// completionCell is one value of the completion axis.
+type completionCell struct {
+	name string // "" when the engine has no such axis
+	opts []dispatcher.Option
+}
+
+// completionAxis returns the completion cells of eng for n workers: an
+// unbuffered and an n-buffered completion channel on the channel engine;
+// on rings, which has no completion channel and refuses the option, one
+// cell without it, so the axis is dropped rather than repeated.
+func completionAxis(eng dispatcher.Engine, n int) []completionCell {
+	if eng != dispatcher.Channels {
+		return []completionCell{{}}
+	}
+	return []completionCell{
+		{"unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0)}},
+		{fmt.Sprintf("buffered-%d", n), []dispatcher.Option{dispatcher.WithCompletionBuffer(n)}},
+	}
+}
+
 // newDispatcher builds a dispatcher of ints and closes it when the test
 // ends, failing the test if that close does not finish in time.
 func newDispatcher(t testing.TB, opts ...dispatcher.Option) *dispatcher.Dispatcher[int] {

@@ -3,6 +3,7 @@ package dispatcher_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,93 +16,168 @@ import (
 // TestBadOptions: every bad option is a named error from New, never a
 // panic.
 func TestBadOptions(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		for _, tc := range []struct {
+			name string
+			opts []dispatcher.Option
+			also error // a second sentinel the error must match, if any
+		}{
+			{"zero workers", []dispatcher.Option{dispatcher.WithWorkers(0)}, nil},
+			{"negative workers", []dispatcher.Option{dispatcher.WithWorkers(-3)}, nil},
+			{"no weights", []dispatcher.Option{dispatcher.WithWeights()}, nil},
+			{"negative weight", []dispatcher.Option{dispatcher.WithWeights(1, -1)}, strategies.ErrNegativeWeight},
+			{"all weights zero", []dispatcher.Option{dispatcher.WithWeights(0, 0)}, strategies.ErrAllZero},
+			{"negative weight with a custom strategy", []dispatcher.Option{dispatcher.WithWeights(1, -1), dispatcher.WithStrategy(&fixedStrategy{})}, nil},
+			{"negative worker buffer", []dispatcher.Option{dispatcher.WithWorkerBuffer(-1)}, nil},
+			{"negative completion buffer", []dispatcher.Option{dispatcher.WithCompletionBuffer(-1)}, nil},
+			{"negative intake buffer", []dispatcher.Option{dispatcher.WithIntakeBuffer(-1)}, nil},
+			{"unknown strategy", []dispatcher.Option{dispatcher.WithStrategyName("no-such-strategy")}, strategies.ErrUnknown},
+			{"nil strategy", []dispatcher.Option{dispatcher.WithStrategy(nil)}, nil},
+			{"nil option", []dispatcher.Option{nil}, nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var d *dispatcher.Dispatcher[int]
+				var err error
+				require.NotPanics(t, func() {
+					d, err = dispatcher.New[int](append([]dispatcher.Option{dispatcher.WithEngine(eng)}, tc.opts...)...)
+				})
+				require.ErrorIs(t, err, dispatcher.ErrBadOption)
+				if tc.also != nil {
+					require.ErrorIs(t, err, tc.also)
+				}
+				require.Nil(t, d)
+			})
+		}
+	})
+}
+
+// TestCompletionBufferNeedsChannels: rings has no completion channel, so
+// WithCompletionBuffer there, given the engine or not, is refused with an
+// error naming both why (ErrWrongEngine) and what (ErrBadOption), instead
+// of being silently ignored.
+func TestCompletionBufferNeedsChannels(t *testing.T) {
+	require.Equal(t, dispatcher.Rings, dispatcher.DefaultEngine, "the default-engine cell below assumes rings")
 	for _, tc := range []struct {
 		name string
 		opts []dispatcher.Option
-		also error // a second sentinel the error must match, if any
 	}{
-		{"zero workers", []dispatcher.Option{dispatcher.WithWorkers(0)}, nil},
-		{"negative workers", []dispatcher.Option{dispatcher.WithWorkers(-3)}, nil},
-		{"no weights", []dispatcher.Option{dispatcher.WithWeights()}, nil},
-		{"negative weight", []dispatcher.Option{dispatcher.WithWeights(1, -1)}, strategies.ErrNegativeWeight},
-		{"all weights zero", []dispatcher.Option{dispatcher.WithWeights(0, 0)}, strategies.ErrAllZero},
-		{"negative weight with a custom strategy", []dispatcher.Option{dispatcher.WithWeights(1, -1), dispatcher.WithStrategy(&fixedStrategy{})}, nil},
-		{"negative worker buffer", []dispatcher.Option{dispatcher.WithWorkerBuffer(-1)}, nil},
-		{"negative completion buffer", []dispatcher.Option{dispatcher.WithCompletionBuffer(-1)}, nil},
-		{"negative intake buffer", []dispatcher.Option{dispatcher.WithIntakeBuffer(-1)}, nil},
-		{"unknown strategy", []dispatcher.Option{dispatcher.WithStrategyName("no-such-strategy")}, strategies.ErrUnknown},
-		{"nil strategy", []dispatcher.Option{dispatcher.WithStrategy(nil)}, nil},
-		{"nil option", []dispatcher.Option{nil}, nil},
+		{"explicit rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithCompletionBuffer(4)}},
+		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
+		{"default engine", []dispatcher.Option{dispatcher.WithCompletionBuffer(1)}},
+		{"channels then rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithCompletionBuffer(1), dispatcher.WithEngine(dispatcher.Rings)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var d *dispatcher.Dispatcher[int]
-			var err error
-			require.NotPanics(t, func() { d, err = dispatcher.New[int](tc.opts...) })
+			d, err := dispatcher.New[int](tc.opts...)
+			require.ErrorIs(t, err, dispatcher.ErrWrongEngine)
 			require.ErrorIs(t, err, dispatcher.ErrBadOption)
-			if tc.also != nil {
-				require.ErrorIs(t, err, tc.also)
-			}
 			require.Nil(t, d)
 		})
 	}
+	for _, n := range []int{0, 4} {
+		t.Run(fmt.Sprintf("channels/completion=%d", n), func(t *testing.T) {
+			d := newDispatcher(t, dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
+			var v int
+			var err error
+			within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(n)) })
+			require.NoError(t, err)
+			require.Equal(t, n, v)
+		})
+	}
+}
+
+// TestEngineNames: WithEngine accepts only the two engines; ParseEngine
+// reads their names in any case and refuses anything else with
+// ErrBadOption; each engine's String parses back to it.
+func TestEngineNames(t *testing.T) {
+	d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Engine(99)))
+	require.ErrorIs(t, err, dispatcher.ErrBadOption)
+	require.Nil(t, d)
+	_, err = dispatcher.New[int](dispatcher.WithEngine(0))
+	require.ErrorIs(t, err, dispatcher.ErrBadOption, "the zero Engine is no engine")
+
+	require.Equal(t, []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings}, dispatcher.Engines)
+	for _, eng := range dispatcher.Engines {
+		got, err := dispatcher.ParseEngine(eng.String())
+		require.NoError(t, err)
+		require.Equal(t, eng, got)
+	}
+	for name, want := range map[string]dispatcher.Engine{
+		"channels": dispatcher.Channels, "Channels": dispatcher.Channels, "CHANNELS": dispatcher.Channels,
+		"rings": dispatcher.Rings, "Rings": dispatcher.Rings,
+	} {
+		got, err := dispatcher.ParseEngine(name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"", "channel", "ring", "chan", " rings", "rings ", "1", "Engine(1)", "default"} {
+		_, err := dispatcher.ParseEngine(name)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption, "%q", name)
+	}
+	require.Equal(t, "Engine(99)", dispatcher.Engine(99).String())
 }
 
 // TestBadCalls: a nil task or context, bad membership arguments: each a
 // named error, and the dispatcher keeps serving.
 func TestBadCalls(t *testing.T) {
-	d := newDispatcher(t, dispatcher.WithWorkers(2))
-	var nilCtx context.Context
-	for _, tc := range []struct {
-		name string
-		call func() error
-		want []error
-	}{
-		{"Do nil task", func() error { _, err := d.Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-		{"Submit nil task", func() error { _, err := d.Submit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-		{"TrySubmit nil task", func() error { _, err := d.TrySubmit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-		{"Key Do nil task", func() error { _, err := d.Key(1).Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-		{"Do nil context", func() error { _, err := d.Do(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-		{"Submit nil context", func() error { _, err := d.Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-		{"TrySubmit nil context", func() error { _, err := d.TrySubmit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-		{"Key Submit nil context", func() error { _, err := d.Key(1).Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-		{"Close nil context", func() error { return d.Close(nilCtx) }, []error{dispatcher.ErrNilContext}},
-		{"AddWorker negative weight", func() error { _, err := d.AddWorker(-1); return err }, []error{dispatcher.ErrBadOption, strategies.ErrNegativeWeight}},
-		{"SetWeight negative", func() error { return d.SetWeight(0, -1) }, []error{strategies.ErrNegativeWeight}},
-		{"SetWeight no such worker", func() error { return d.SetWeight(99, 1) }, []error{dispatcher.ErrNoWorker}},
-		{"RemoveWorker no such worker", func() error { return d.RemoveWorker(-1) }, []error{dispatcher.ErrNoWorker}},
-		{"SetWeight last positive to 0", func() error {
-			if err := d.SetWeight(1, 0); err != nil {
-				return err
-			}
-			defer func() { _ = d.SetWeight(1, 1) }()
-			return d.SetWeight(0, 0)
-		}, []error{strategies.ErrLastMember}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var err error
-			require.NotPanics(t, func() { err = tc.call() })
-			for _, want := range tc.want {
-				require.ErrorIs(t, err, want)
-			}
-		})
-	}
-	v, err := d.Do(context.Background(), ok(3))
-	require.NoError(t, err)
-	require.Equal(t, 3, v)
-	require.Equal(t, int64(1), d.Stats().Completed, "no bad call was accepted")
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		var nilCtx context.Context
+		for _, tc := range []struct {
+			name string
+			call func() error
+			want []error
+		}{
+			{"Do nil task", func() error { _, err := d.Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Submit nil task", func() error { _, err := d.Submit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"TrySubmit nil task", func() error { _, err := d.TrySubmit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Key Do nil task", func() error { _, err := d.Key(1).Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Do nil context", func() error { _, err := d.Do(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Submit nil context", func() error { _, err := d.Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"TrySubmit nil context", func() error { _, err := d.TrySubmit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Key Submit nil context", func() error { _, err := d.Key(1).Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Close nil context", func() error { return d.Close(nilCtx) }, []error{dispatcher.ErrNilContext}},
+			{"AddWorker negative weight", func() error { _, err := d.AddWorker(-1); return err }, []error{dispatcher.ErrBadOption, strategies.ErrNegativeWeight}},
+			{"SetWeight negative", func() error { return d.SetWeight(0, -1) }, []error{strategies.ErrNegativeWeight}},
+			{"SetWeight no such worker", func() error { return d.SetWeight(99, 1) }, []error{dispatcher.ErrNoWorker}},
+			{"RemoveWorker no such worker", func() error { return d.RemoveWorker(-1) }, []error{dispatcher.ErrNoWorker}},
+			{"SetWeight last positive to 0", func() error {
+				if err := d.SetWeight(1, 0); err != nil {
+					return err
+				}
+				defer func() { _ = d.SetWeight(1, 1) }()
+				return d.SetWeight(0, 0)
+			}, []error{strategies.ErrLastMember}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var err error
+				require.NotPanics(t, func() { err = tc.call() })
+				for _, want := range tc.want {
+					require.ErrorIs(t, err, want)
+				}
+			})
+		}
+		var v int
+		var err error
+		within(t, 10*time.Second, "Do after the bad calls", func() { v, err = d.Do(context.Background(), ok(3)) })
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+		require.Equal(t, int64(1), d.Stats().Completed, "no bad call was accepted")
+	})
 }
 
 // TestBadPickAnswered: a strategy that picks no live worker gets each
 // request answered with ErrBadPick instead of losing it.
 func TestBadPickAnswered(t *testing.T) {
-	d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithStrategy(&fixedStrategy{pick: 7}))
-	for range 3 {
-		var err error
-		within(t, 10*time.Second, "Do with a bad pick", func() { _, err = d.Do(context.Background(), ok(1)) })
-		require.ErrorIs(t, err, dispatcher.ErrBadPick)
-	}
-	f, err := d.Submit(context.Background(), ok(1))
-	require.NoError(t, err)
-	_, err = waitFuture(t, f, 10*time.Second)
-	require.True(t, errors.Is(err, dispatcher.ErrBadPick))
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(&fixedStrategy{pick: 7}))
+		for range 3 {
+			var err error
+			within(t, 10*time.Second, "Do with a bad pick", func() { _, err = d.Do(context.Background(), ok(1)) })
+			require.ErrorIs(t, err, dispatcher.ErrBadPick)
+		}
+		f, err := d.Submit(context.Background(), ok(1))
+		require.NoError(t, err)
+		_, err = waitFuture(t, f, 10*time.Second)
+		require.True(t, errors.Is(err, dispatcher.ErrBadPick))
+	})
 }

@@ -42,8 +42,6 @@ func BenchmarkBatch(b *testing.B) {
 	}
 }
 
-// Requesters is the number of closed-loop requesters of BenchmarkRequesters.
-const Requesters = 64
 
 // BenchmarkRequesters runs Pike's closed loop: 64 requesters each submit
 // an exp10us task and wait for it before the next. ns/op is wall time per

@@ -85,3 +85,7 @@ func Task(kind string) func() {
 	}
 	panic("benchmarks: unknown task kind " + kind)
 }
+
+// Requesters is the number of closed-loop requesters of BenchmarkRequesters
+// and BenchmarkClosedLoop; the pike impl sizes its worker buffers by it.
+const Requesters = 64

@@ -26,11 +26,10 @@ func init() {
 // nothing; a membership change costs O(n). Not safe for concurrent use.
 type IWRR struct {
 	members
-	q        [2]iring
-	cur      int // index in q of the current cycle's queue
-	rem      []int32
-	gcd      int32
-	rngStart bool
+	q   [2]iring
+	cur int // index in q of the current cycle's queue
+	rem []int32
+	gcd int32
 }
 
 // iring is a FIFO of member indices in a ring buffer whose length is a

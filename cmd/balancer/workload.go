@@ -93,6 +93,8 @@ func xorshift(k int64, x uint64) uint64 {
 
 // calibSink keeps the calibration's result alive, so the compiler cannot
 // drop the loop.
+//
+//lint:ignore U1000 written, never read, on purpose (see above)
 var calibSink uint64
 
 // itersPerNs is the speed of the busy loop on this machine, measured once:

@@ -16,6 +16,7 @@ type weightKey struct{}
 // address's BalancerAttributes onto the endpoint it makes from it).
 // Weights follow the strategies package: 0 drains, at most strategies.MaxWeight.
 func AddressWithWeight(addr resolver.Address, weight int) resolver.Address {
+	//lint:ignore SA1019 resolvers that still report Addresses need it; Endpoints are handled below
 	addr.BalancerAttributes = addr.BalancerAttributes.WithValue(weightKey{}, weight)
 	return addr
 }
@@ -33,6 +34,7 @@ func WeightOf(ep resolver.Endpoint) int {
 		return w
 	}
 	if len(ep.Addresses) > 0 {
+		//lint:ignore SA1019 weights set by AddressWithWeight, for resolvers that still report Addresses
 		if w, ok := ep.Addresses[0].BalancerAttributes.Value(weightKey{}).(int); ok {
 			return w
 		}

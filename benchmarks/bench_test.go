@@ -42,7 +42,6 @@ func BenchmarkBatch(b *testing.B) {
 	}
 }
 
-
 // BenchmarkRequesters runs Pike's closed loop: 64 requesters each submit
 // an exp10us task and wait for it before the next. ns/op is wall time per
 // request; p99.9-cycle-us, p99-us and p50-us are percentiles of one

@@ -47,21 +47,24 @@ type Dispatcher[R any] struct {
 	// fenced the intake, abandoning once Close's context ended first,
 	// stopped once every goroutine has exited. It only moves forward.
 	life    atomic.Int32
-	abandon error // the answer of abandoned requests; set before abandoning
+	abandon error        // the answer of abandoned requests; set before abandoning
+	rings   *rings[R]    // set for the rings engine
+	chans   *channels[R] // set for the channel engine
+	stopped chan struct{}
+	wake    chan struct{} // capacity 1
+	ctl     chan func()
 
-	in    intake[R]    // the rings engine's intake
-	rings *rings[R]    // set for the rings engine
-	chans *channels[R] // set for the channel engine
+	// Everything above is read per request and written only by New and
+	// Close: keep it off the cache lines that submitters, workers and the
+	// balancer write per request (the intake lock, the park state).
+	_  [64]byte
+	in intake[R] // the rings engine's intake
 
 	// The rings balancer's wake-up: it parks only when it has nothing to
 	// do, and whoever clears state from a parked value sends the one token.
 	state      atomic.Int32
-	wake       chan struct{} // capacity 1
-	ctl        chan func()
 	ctlWaiting atomic.Int32 // control calls about to send on ctl
-
-	stopped chan struct{}
-	panics  atomic.Int64
+	panics     atomic.Int64
 
 	closeOnce   sync.Once
 	abandonOnce sync.Once

@@ -76,15 +76,16 @@ func BenchmarkDispatch(b *testing.B) {
 
 // BenchmarkCompletion: what the channel engine's completion channel costs,
 // unbuffered (Pike's: a worker waits for the balancer after each task)
-// against buffered with one slot per worker (the default), for empty tasks
-// under 64 closed-loop requesters. Rings has no completion channel, so it
+// against buffered with one slot per worker and with a slot per pending
+// request (workers × 64, the default), for empty tasks under 64
+// closed-loop requesters. Rings has no completion channel, so it
 // has no cell here; BenchmarkDispatch measures it.
 func BenchmarkCompletion(b *testing.B) {
 	for _, workers := range []int{1, 2, 8} {
 		for _, done := range []struct {
 			name string
 			n    int
-		}{{"unbuffered", 0}, {fmt.Sprintf("buffered-%d", workers), workers}} {
+		}{{"unbuffered", 0}, {fmt.Sprintf("buffered-%d", workers), workers}, {fmt.Sprintf("buffered-%d", 64*workers), 64 * workers}} {
 			b.Run(fmt.Sprintf("engine=channels/done=%s/workers=%d", done.name, workers), func(b *testing.B) {
 				d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(workers), dispatcher.WithCompletionBuffer(done.n))
 				if err != nil {

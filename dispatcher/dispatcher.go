@@ -144,7 +144,12 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	switch c.engine {
 	case Channels:
 		if c.completion < 0 {
-			c.completion = c.workers
+			// A slot for every request that can be pending: a worker never
+			// waits for the balancer to take its report. With the number of
+			// workers instead, Batch of 10 µs tasks took 8.89 µs per task
+			// against 5.48 (benchstat n=5, p=0.008): workers sat blocked on
+			// a full completion channel while the balancer waited for a P.
+			c.completion = c.workers * depth
 		}
 		d.chans = newChannels(d, c.workers, depth, c.intake, c.completion)
 		l = d.chans

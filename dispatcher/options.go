@@ -107,10 +107,13 @@ func WithWorkerBuffer(n int) Option {
 
 // WithCompletionBuffer sets the capacity of the channel engine's
 // completion channel, on which every worker sends one message per finished
-// request (default: the number of workers; 0 is unbuffered, as in Pike's
-// design, where a worker waits for the balancer to take each completion).
-// The rings engine has no completion channel: with it, New returns an error
-// matching ErrWrongEngine.
+// request. The default, workers × (worker buffer + 1), has a slot for every
+// request that can be pending, so a worker never waits for the balancer to
+// take its report (workers added later share those slots); 0 is
+// unbuffered, as in Pike's design, where a worker waits for the balancer
+// to take each completion. Any value is deadlock-free. The rings engine
+// has no completion channel: with it, New returns an error matching
+// ErrWrongEngine.
 func WithCompletionBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithCompletionBuffer")

@@ -149,7 +149,7 @@ func roundsJSON(t *testing.T, param string, values []any, args ...string) {
 	}
 	if param == "engine" {
 		require.NotNil(t, rr.CompletionBuffer, "the channels rounds' completion buffer")
-		assert.Equal(t, 4, *rr.CompletionBuffer)
+		assert.Equal(t, 4*17, *rr.CompletionBuffer, "a slot per pending request")
 	}
 	if param == "completion_buffer" {
 		assert.Equal(t, "channels", rr.Engine)
@@ -162,7 +162,7 @@ func TestEngineRounds(t *testing.T) {
 	code, out, errs := runArgs(t, with("-engine", "channels,rings", "-rounds", "3", "-v")...)
 	require.Equal(t, exitOK, code, errs)
 	roundsTable(t, out, "engine", "channels", "rings")
-	assert.Contains(t, out, "\nworker buffer 16, intake buffer 68, completion buffer 4 on channels, seed 1\n")
+	assert.Contains(t, out, "\nworker buffer 16, intake buffer 68, completion buffer 68 on channels, seed 1\n")
 	assert.Contains(t, errs, "round 3: engine rings:")
 
 	roundsJSON(t, "engine", []any{"rings", "channels"}, with("-engine", "rings,channels", "-rounds", "3")...)

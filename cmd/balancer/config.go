@@ -67,7 +67,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	speeds := fs.String("speeds", "", "relative worker speeds, e.g. 1,1,0.5: a request costs -work/speed of CPU on that worker (default all 1)")
 	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs;\na list such as 0,15,63 measures each value in interleaved -rounds")
 	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
-	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: one slot per worker); a list such\nas 0,64 measures each value in interleaved -rounds")
+	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: workers × (worker buffer + 1), a slot per pending request); a list such\nas 0,64 measures each value in interleaved -rounds")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request (a busy loop, not a sleep)")
 	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
 	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")

@@ -163,8 +163,9 @@ func TestEngineFlag(t *testing.T) {
 }
 
 // The setup of a run carries the capacities it passes to the dispatcher:
-// the completion buffer only on the channel engine, one slot per worker
-// unless -completion-buffer says otherwise.
+// the completion buffer only on the channel engine, a slot per pending
+// request (workers × (worker buffer + 1)) unless -completion-buffer says
+// otherwise.
 func TestSetupBuffers(t *testing.T) {
 	for _, tt := range []struct {
 		arg                []string
@@ -172,7 +173,7 @@ func TestSetupBuffers(t *testing.T) {
 	}{
 		{nil, -1, 8 * 17},
 		{[]string{"-engine", "rings", "-worker-buffer", "3"}, -1, 8 * 4},
-		{[]string{"-engine", "channels"}, 8, 8 * 17},
+		{[]string{"-engine", "channels"}, 8 * 17, 8 * 17},
 		{[]string{"-engine", "channels", "-workers", "3", "-worker-buffer", "0"}, 3, 3},
 		{[]string{"-engine", "channels", "-completion-buffer", "0"}, 0, 8 * 17},
 		{[]string{"-engine", "channels", "-completion-buffer", "64,0"}, 64, 8 * 17},
@@ -193,7 +194,7 @@ func TestSetupBuffers(t *testing.T) {
 	assert.Equal(t, "engine", ax.param)
 	assert.Equal(t, []any{"rings", "channels"}, ax.values)
 	assert.Equal(t, -1, ax.setups[0].completion)
-	assert.Equal(t, 4, ax.setups[1].completion)
+	assert.Equal(t, 4*17, ax.setups[1].completion)
 
 	c, err = parseConfig([]string{"-engine", "channels", "-completion-buffer", "0,64"}, nil)
 	require.NoError(t, err)

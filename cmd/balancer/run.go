@@ -51,7 +51,7 @@ func (c *config) setupWith(vary func(*setup)) setup {
 	case s.engine != dispatcher.Channels:
 		s.completion = -1
 	case s.completion < 0:
-		s.completion = c.workers // WithCompletionBuffer's default: one slot per worker
+		s.completion = c.workers * (s.workerBuffer + 1) // WithCompletionBuffer's default: a slot per pending request
 	}
 	s.intake = c.workers * (s.workerBuffer + 1) // WithIntakeBuffer's default
 	return s

@@ -65,7 +65,7 @@ func TestJSONSettings(t *testing.T) {
 			map[string]any{"engine": "rings", "worker_buffer": 3.0, "intake_buffer": 4 * 4.0,
 				"seed": 7.0, "work": "1ms", "dist": "const"}},
 		{[]string{"-engine", "channels"}, map[string]any{"engine": "channels", "worker_buffer": 16.0,
-			"completion_buffer": 4.0, "intake_buffer": 4 * 17.0}},
+			"completion_buffer": 4 * 17.0, "intake_buffer": 4 * 17.0}},
 		{[]string{"-engine", "channels", "-completion-buffer", "0", "-worker-buffer", "0"},
 			map[string]any{"engine": "channels", "worker_buffer": 0.0, "completion_buffer": 0.0, "intake_buffer": 4.0}},
 	} {

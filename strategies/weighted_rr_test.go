@@ -159,7 +159,7 @@ func TestIWRRLagIsMeasured(t *testing.T) {
 	assert.Less(t, lag, 20.0)
 }
 
-// gcdWRR is openresty's lua-resty-balancer roundrobin (seed 002): a
+// gcdWRR is openresty's lua-resty-balancer roundrobin (ingress-nginx's starvation issue): a
 // threshold cw falls by the weights' GCD after every pass over the nodes,
 // and a node is picked when its weight reaches cw.
 type gcdWRR struct {
@@ -209,7 +209,7 @@ func longestGap(picks []int, m int) int {
 // The seed-002 bug: with {100,100,66} (GCD 2) the GCD-based WRR serves only
 // the two heavy nodes while cw falls from 100 to 68: node 3 waits 34 picks
 // where its share is one pick in four, then the three nodes go evenly.
-func TestSeed002StarvationReproducedAndFixed(t *testing.T) {
+func TestGCDWRRStarvationReproducedAndFixed(t *testing.T) {
 	w := []int{100, 100, 66}
 	ref := newGCDWRR(w)
 	refPicks := make([]int, 2*sum(w))

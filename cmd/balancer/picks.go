@@ -21,7 +21,7 @@ type Trace struct {
 // tracePicks asks the strategy for n picks with no worker behind it: no
 // request ever completes (Done is never called), so a load-aware strategy
 // sees every pick still pending. Pick t carries routing key t mod -keys
-// (or t). This is seed 002's experiment, for any strategy.
+// (or t). This is the lua-resty-balancer WRR issue's experiment, for any strategy.
 func tracePicks(c *config) (*Trace, error) {
 	w := c.weightsOrEqual()
 	s, err := strategies.New(c.strategy, w, strategies.WithSeed(c.seed))

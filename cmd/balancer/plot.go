@@ -18,7 +18,7 @@ import (
 const maxPoints = 300
 
 // plotRun writes a PNG to path: on top, each worker's cumulative picks
-// against its ideal line t·w_i/W (seed 002's graph: a flat stretch is a
+// against its ideal line t·w_i/W (the lua-resty-balancer WRR issue's graph: a flat stretch is a
 // worker starved, a steady gap is a share off its weight); below, if there
 // are samples, each worker's pending over time (Pike's picture of balance).
 // It uses gonum/plot, which renders offline with its embedded fonts.

@@ -95,7 +95,7 @@ type RoundsReport struct {
 // runRounds measures each value of the list in interleaved rounds: every
 // round runs every value once, the order rotating from round to round, so a
 // drift of the machine (other load, heat, the GC) falls on all values alike
-// instead of on whichever ran last. Seed 004 compared two sets of runs made
+// instead of on whichever ran last. A write-up of Pike's balancer compared two sets of runs made
 // one after the other; this pairs them in time.
 func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Writer) error {
 	vals := ax.values

@@ -50,9 +50,6 @@ func (p *Pool[W]) Add() int {
 	return i
 }
 
-// Len returns the number of indices handed out, removed workers included.
-func (p *Pool[W]) Len() int { return len(p.workers) }
-
 // Worker returns worker i, for its producer (the balancer) to send to and
 // read counters from.
 func (p *Pool[W]) Worker(i int) W { return p.workers[i] }

@@ -41,6 +41,12 @@ func newPoolOf(n int, cfg worker.Config[int]) *pool.Pool[*worker.Worker[int]] {
 	})
 }
 
+// push hands item to w at once (Put, then Publish).
+func push(w *worker.Worker[int], item int) {
+	w.Put(item)
+	w.Publish()
+}
+
 // waitBounded runs Wait and fails the test if it does not return in time.
 func waitBounded(t *testing.T, p *pool.Pool[*worker.Worker[int]]) {
 	t.Helper()
@@ -90,9 +96,9 @@ func TestStopRunsQueued(t *testing.T) {
 	want := int64(0)
 	for i := range p.Len() {
 		w := p.Worker(i)
-		w.Push(-1) // a Goexit: the worker's goroutine is replaced
+		push(w, -1) // a Goexit: the worker's goroutine is replaced
 		for k := range 3 {
-			w.Push(k + 1)
+			push(w, k+1)
 			want += int64(k + 1)
 		}
 	}
@@ -122,10 +128,9 @@ func TestTryTake(t *testing.T) {
 		Exited:   func(int) {},
 	})
 	w := p.Worker(0)
-	w.Push(1)
-	require.Eventually(t, func() bool { return w.Pushed() == 1 }, time.Second, time.Millisecond)
-	w.Push(10)
-	w.Push(100)
+	push(w, 1)
+	push(w, 10)
+	push(w, 100)
 	taken, takenItems := 0, 0
 	deadline := time.Now().Add(10 * time.Second)
 	// The worker holds item 1 (blocked on gate) or has not taken it yet;

@@ -54,7 +54,7 @@ type pad [64]byte
 // Worker is one worker: its ring and its run loop. Create it with New,
 // start it with Start, stop it with Close (after running what is queued).
 //
-// Put, Publish, Push, TryTake and Close are for one producer goroutine;
+// Put, Publish, TryTake and Close are for one producer goroutine;
 // Wake and the counters may be used from any goroutine; the rest belongs to
 // the worker goroutine.
 type Worker[T any] struct {
@@ -127,15 +127,6 @@ func (w *Worker[T]) Publish() {
 		w.Wake()
 	}
 }
-
-// Push is Put then Publish.
-func (w *Worker[T]) Push(item T) {
-	w.Put(item)
-	w.Publish()
-}
-
-// Pushed returns how many items were written. Producer only.
-func (w *Worker[T]) Pushed() uint64 { return w.put }
 
 // Done returns how many items the worker has finished. An item counted here
 // has been answered and its ring slot released.

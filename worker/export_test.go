@@ -1,0 +1,10 @@
+package worker
+
+// Push is Put then Publish, for tests that hand over one item at a time.
+func (w *Worker[T]) Push(item T) {
+	w.Put(item)
+	w.Publish()
+}
+
+// Pushed returns how many items were written. Producer only.
+func (w *Worker[T]) Pushed() uint64 { return w.put }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,26 +126,8 @@ func BenchmarkCeiling(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer d.Close(context.Background())
-				var left atomic.Int64
-				left.Store(int64(b.N))
-				done := make(chan struct{})
-				task := func(context.Context) (int, error) {
-					if left.Add(-1) == 0 {
-						close(done)
-					}
-					return 0, nil
-				}
-				ctx := context.Background()
-				b.ReportAllocs()
-				b.ResetTimer()
 				start := time.Now()
-				for range b.N {
-					if err := d.Go(ctx, task); err != nil {
-						b.Fatal(err)
-					}
-				}
-				<-done
-				b.StopTimer()
+				batch(b, d)
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
 			})
 		}

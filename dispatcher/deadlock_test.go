@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -106,33 +107,23 @@ func requestLoop(t *testing.T, d *dispatcher.Dispatcher[int], requesters, per in
 // TestTextbookDispatchDeadlocks documents why the balancer has a gate:
 // the textbook dispatch (Pike's, below) blocks on w.requests <- req while
 // that worker blocks sending on the unbuffered completion channel. With 2
-// workers, buffer 1 and 4 closed-loop requesters it stops making progress;
-// the same cell of TestNoDeadlockMatrix on the channel engine
-// (engine=channels/workers=2/buffer=1/completion=unbuffered/requesters=4),
-// which has these very channels, finishes.
+// workers, buffer 1 and 4 closed-loop requesters it stops for good; the
+// same cell of TestNoDeadlockMatrix finishes. It runs in a synctest bubble,
+// so the deadlock is seen as an event, not guessed from a stall: Wait
+// returns once every goroutine of the bubble is durably blocked, which,
+// with requests still unanswered and nothing outside the bubble to wake
+// them, is a deadlock by definition.
 func TestTextbookDispatchDeadlocks(t *testing.T) {
-	const (
-		stall = 2 * time.Second  // no progress for this long: deadlocked
-		limit = 20 * time.Second // progress all along for this long: it did not
-	)
-	tb := startTextbook(2, 1, 4)
-	defer func() {
+	const perRequester = 100_000 // far more than it takes to deadlock
+	synctest.Test(t, func(t *testing.T) {
+		tb := startTextbook(2, 1, 4, perRequester)
+		synctest.Wait()
+		answered := tb.progress.Load()
 		close(tb.kill) // release every goroutine of the reference
-		within(t, 5*time.Second, "textbook shutdown", tb.wg.Wait)
-	}()
-	last, since, start := int64(-1), time.Now(), time.Now()
-	for time.Since(start) < limit {
-		time.Sleep(50 * time.Millisecond)
-		if n := tb.progress.Load(); n != last {
-			last, since = n, time.Now()
-			continue
-		}
-		if time.Since(since) >= stall {
-			t.Logf("textbook dispatch deadlocked after %d answers", last)
-			return
-		}
-	}
-	t.Fatalf("textbook dispatch kept making progress for %v (%d answers); expected a deadlock", limit, tb.progress.Load())
+		tb.wg.Wait()
+		require.Less(t, answered, int64(4*perRequester), "the textbook dispatch answered every request; expected a deadlock")
+		t.Logf("textbook dispatch deadlocked after %d answers", answered)
+	})
 }
 
 // textbook is Pike's balancer as published, with one addition: every
@@ -178,7 +169,7 @@ func (p *tbPool) Pop() any {
 	return w
 }
 
-func startTextbook(workers, buffer, requesters int) *textbook {
+func startTextbook(workers, buffer, requesters, per int) *textbook {
 	tb := &textbook{requests: make(chan tbRequest), done: make(chan *tbWorker), kill: make(chan struct{})}
 	for range workers {
 		w := &tbWorker{requests: make(chan tbRequest, buffer)}
@@ -187,14 +178,15 @@ func startTextbook(workers, buffer, requesters int) *textbook {
 	}
 	tb.wg.Go(tb.balance)
 	for range requesters {
-		tb.wg.Go(tb.request)
+		tb.wg.Go(func() { tb.request(per) })
 	}
 	return tb
 }
 
-func (tb *textbook) request() {
+// request sends per requests, each waiting for its answer.
+func (tb *textbook) request(per int) {
 	c := make(chan int, 1)
-	for {
+	for range per {
 		select {
 		case tb.requests <- tbRequest{fn: func() int { return 1 }, c: c}:
 		case <-tb.kill:

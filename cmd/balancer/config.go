@@ -57,7 +57,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("balancer", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // we print the one-line error ourselves
 	fs.IntVar(&c.requesters, "requesters", defRequesters, fmt.Sprintf("requester goroutines, at most %d; each waits for its answer before its next request (Pike's demo)", maxRequesters))
-	fs.IntVar(&c.workers, "workers", defWorkers, "worker goroutines (implied by -weights)")
+	fs.IntVar(&c.workers, "workers", defWorkers, fmt.Sprintf("worker goroutines, at most %d (implied by -weights)", dispatcher.MaxWorkers))
 	// Pike's names, so that his demo's command lines run unchanged.
 	nRequester := fs.Int("nRequester", defRequesters, "alias of -requesters (Pike's name)")
 	nWorker := fs.Int("nWorker", defWorkers, "alias of -workers (Pike's name)")
@@ -65,7 +65,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
 	speeds := fs.String("speeds", "", "relative worker speeds from 0.01 to 10^6, e.g. 1,1,0.5: a request costs -work/speed of CPU\non that worker (default all 1)")
-	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs;\na list such as 0,15,63 measures each value in interleaved -rounds")
+	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs, below 2^24\n(and all queues together at most 2^24); a list such as 0,15,63 measures each value\nin interleaved -rounds")
 	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
 	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: one slot per worker); a list such\nas 0,64 measures each value in interleaved -rounds")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request, at most 1s (a busy loop, not a sleep)")

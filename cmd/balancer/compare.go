@@ -24,6 +24,9 @@ func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 		}
 		results = append(results, res)
 	}
+	if len(results) == 0 {
+		return errInterruptedEarly
+	}
 	if c.json {
 		reports := make([]*Report, len(results))
 		for i, r := range results {
@@ -35,7 +38,7 @@ func runCompare(ctx context.Context, c *config, stdout, stderr io.Writer) error 
 	} else {
 		printCompare(stdout, c, results)
 	}
-	if ctx.Err() != nil {
+	if len(results) < len(c.compare) || results[len(results)-1].Interrupted {
 		return errInterrupted
 	}
 	return nil
@@ -52,7 +55,7 @@ func printCompare(w io.Writer, c *config, results []*result) {
 	fmt.Fprintln(tw, "strategy\treq/s\tp50\tp99\tshare err\tpending sd\terrors\t")
 	for _, r := range results {
 		name := r.Strategy
-		if r.interrupted {
+		if r.Interrupted {
 			name += " (interrupted)"
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%.1f%%\t%.2f\t%d\t\n", name, r.Throughput,

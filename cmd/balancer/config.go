@@ -29,7 +29,7 @@ type config struct {
 	dist                          string
 	seed                          uint64
 	picks, keys                   int
-	json, verbose                 bool
+	json, verbose, all            bool
 	panicRate, cancelRate         float64
 	churn                         time.Duration
 	compare                       []string
@@ -56,31 +56,32 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	c := &config{progress: true}
 	fs := flag.NewFlagSet("balancer", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // we print the one-line error ourselves
-	fs.IntVar(&c.requesters, "requesters", defRequesters, "requester goroutines; each waits for its answer before its next request (Pike's demo)")
-	fs.IntVar(&c.workers, "workers", defWorkers, "worker goroutines (implied by -weights)")
+	fs.IntVar(&c.requesters, "requesters", defRequesters, fmt.Sprintf("requester goroutines, at most %d; each waits for its answer before its next request (Pike's demo)", maxRequesters))
+	fs.IntVar(&c.workers, "workers", defWorkers, fmt.Sprintf("worker goroutines, at most %d (implied by -weights)", dispatcher.MaxWorkers))
 	// Pike's names, so that his demo's command lines run unchanged.
 	nRequester := fs.Int("nRequester", defRequesters, "alias of -requesters (Pike's name)")
 	nWorker := fs.Int("nWorker", defWorkers, "alias of -workers (Pike's name)")
-	fs.IntVar(&c.requests, "requests", defRequests, "total requests")
+	fs.IntVar(&c.requests, "requests", defRequests, "total requests, at most 2^48 (the report's memory does not grow with it)")
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
-	speeds := fs.String("speeds", "", "relative worker speeds, e.g. 1,1,0.5: a request costs -work/speed of CPU on that worker (default all 1)")
-	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs;\na list such as 0,15,63 measures each value in interleaved -rounds")
+	speeds := fs.String("speeds", "", "relative worker speeds from 0.01 to 10^6, e.g. 1,1,0.5: a request costs -work/speed of CPU\non that worker (default all 1)")
+	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs, below 2^24\n(and all queues together at most 2^24); a list such as 0,15,63 measures each value\nin interleaved -rounds")
 	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
-	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: workers × (worker buffer + 1), a slot per pending request); a list such\nas 0,64 measures each value in interleaved -rounds")
-	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request (a busy loop, not a sleep)")
+	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: workers × (worker buffer + 1), a slot per\npending request); a list such as 0,64 measures each value in interleaved -rounds")
+	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request, at most 1s (a busy loop, not a sleep)")
 	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
 	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")
-	fs.IntVar(&c.picks, "picks", 0, "no workers: print the strategy's first N picks, counts, shares and max_lag")
+	fs.IntVar(&c.picks, "picks", 0, "no workers: print the strategy's first N picks (at most 10^7), counts, shares and max_lag")
 	fs.IntVar(&c.keys, "keys", 0, "routing keys: request t carries key t mod K (0: every request its own key t)")
 	fs.BoolVar(&c.json, "json", false, "print the report (or trace) as JSON on stdout")
+	fs.BoolVar(&c.all, "all", false, fmt.Sprintf("print every row of the per-worker and -picks tables (beyond %d rows they show\nthe first and last rows and the totals)", maxRows))
 	fs.BoolVar(&c.verbose, "v", false, "print Pike's load lines (each worker's pending, mean, stddev) on stderr a few times a second")
 	fs.Float64Var(&c.panicRate, "panic-rate", 0, "fraction of tasks that panic (after their work)")
 	fs.Float64Var(&c.cancelRate, "cancel-rate", 0, "fraction of requests whose context is cancelled, at a random time within the mean work")
 	fs.DurationVar(&c.churn, "churn", 0, "every DUR, add a fresh worker and remove the oldest while requests flow (0: off)")
 	cmp := fs.String("compare", "", "run the same workload under each strategy of a list, e.g. least-pending,round-robin,p2c")
 	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -worker-buffer, -engine or -completion-buffer list")
-	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time")
+	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time\n(checked writable before the run; after an interrupt, the partial run's)")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -143,7 +144,11 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.workers = len(c.weights)
 	}
-	return c, c.validate(set)
+	if err := c.validate(set); err != nil {
+		return nil, err
+	}
+	// Last, as the only check that touches the file system.
+	return c, checkPlotPath(c.plot)
 }
 
 // validate checks ranges and combinations; set holds the flags given.
@@ -183,8 +188,8 @@ func (c *config) validate(set map[string]bool) error {
 	if err := c.checkSizes(set); err != nil {
 		return err
 	}
-	if c.work < 0 || c.churn < 0 {
-		return fmt.Errorf("-work and -churn must be >= 0")
+	if err := c.checkBounds(set); err != nil {
+		return err
 	}
 	if !slices.Contains([]string{"const", "uniform", "exp"}, c.dist) {
 		return fmt.Errorf("-dist must be const, uniform or exp, got %q", c.dist)
@@ -205,8 +210,8 @@ func (c *config) validate(set map[string]bool) error {
 			return fmt.Errorf("-speeds has %d values for %d workers", len(c.speeds), c.workers)
 		}
 		for i, s := range c.speeds {
-			if !(s > 0 && s < 1e6) {
-				return fmt.Errorf("-speeds: worker %d has speed %v, want a positive number", i, s)
+			if !(s >= minSpeed && s <= maxSpeed) { // also rejects NaN
+				return fmt.Errorf("-speeds: worker %d has speed %v, want 0.01 to 1e6 (a request costs -work/speed)", i, s)
 			}
 		}
 	}
@@ -247,6 +252,10 @@ func (c *config) validate(set map[string]bool) error {
 		return errors.New("-plot draws one run: it does not combine with -compare or a list")
 	case set["rounds"] && len(lists) == 0:
 		return errors.New("-rounds needs a -worker-buffer, -engine or -completion-buffer list of at least two values, e.g. -engine channels,rings")
+	case c.all && c.json:
+		return errors.New("-all is for the text tables: the -json output is always complete")
+	case c.all && (len(c.compare) > 0 || len(lists) > 0):
+		return errors.New("-all is for the per-worker and -picks tables: -compare and rounds tables are never cut")
 	}
 	if c.completions != nil {
 		for _, e := range c.engines {
@@ -258,36 +267,6 @@ func (c *config) validate(set map[string]bool) error {
 				dflt = " (the default)"
 			}
 			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine%s has no completion channel", e, dflt)
-		}
-	}
-	return nil
-}
-
-// checkSizes applies the dispatcher's size limits, so that a size it
-// would refuse is bad input (exit 2) rather than a failed run, and so that
-// nothing is sized by a count it would refuse. Ranges are checked first:
-// the product cannot overflow.
-func (c *config) checkSizes(set map[string]bool) error {
-	switch {
-	case c.weights != nil && c.workers > dispatcher.MaxWorkers:
-		return fmt.Errorf("-weights: %d weights, more than the %d workers a dispatcher runs (dispatcher.MaxWorkers)",
-			c.workers, dispatcher.MaxWorkers)
-	case c.workers > dispatcher.MaxWorkers:
-		return fmt.Errorf("%s must be at most %d (dispatcher.MaxWorkers), got %d",
-			spelled(set, "workers", "nWorker"), dispatcher.MaxWorkers, c.workers)
-	}
-	for _, v := range c.workerBuffers {
-		if v >= dispatcher.MaxBuffer {
-			return fmt.Errorf("-worker-buffer must be below %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
-		}
-		if c.workers > dispatcher.MaxBuffer/(v+1) {
-			return fmt.Errorf("%d workers × (-worker-buffer %d + 1) is more than the %d requests all worker queues may hold (dispatcher.MaxBuffer)",
-				c.workers, v, dispatcher.MaxBuffer)
-		}
-	}
-	for _, v := range c.completions {
-		if v > dispatcher.MaxBuffer {
-			return fmt.Errorf("-completion-buffer must be at most %d (dispatcher.MaxBuffer), got %d", dispatcher.MaxBuffer, v)
 		}
 	}
 	return nil

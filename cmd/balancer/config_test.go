@@ -87,7 +87,26 @@ func TestBadInput(t *testing.T) {
 		{"panic rate above 1", []string{"-panic-rate", "1.5"}, "-panic-rate must be within [0, 1]"},
 		{"negative cancel rate", []string{"-cancel-rate", "-0.1"}, "-cancel-rate must be within [0, 1]"},
 		{"speeds count", []string{"-workers", "3", "-speeds", "1,2"}, "-speeds has 2 values for 3 workers"},
-		{"zero speed", []string{"-workers", "2", "-speeds", "1,0"}, "want a positive number"},
+		{"zero speed", []string{"-workers", "2", "-speeds", "1,0"}, "want 0.01 to 1e6"},
+		{"tiny speed", []string{"-workers", "2", "-speeds", "1e-9,1"}, "-speeds: worker 0 has speed 1e-09, want 0.01 to 1e6"},
+		{"NaN speed", []string{"-workers", "2", "-speeds", "1,NaN"}, "-speeds: worker 1 has speed NaN"},
+		{"huge speed", []string{"-workers", "1", "-speeds", "1e7"}, "want 0.01 to 1e6"},
+		{"endless work", []string{"-work", "9223372036854775807ns"}, "-work must be at most 1s per request, got 2562047h47m16.854775807s"},
+		{"work above a second", []string{"-work", "1001ms"}, "-work must be at most 1s per request"},
+		{"single huge worker buffer", []string{"-worker-buffer", "9223372036854775807"},
+			"-worker-buffer must be below 16777216 (dispatcher.MaxBuffer), got 9223372036854775807"},
+		{"requests overflowing", []string{"-requests", "9223372036854775807"},
+			"-requests must be at most 2^48 (281474976710656), got 9223372036854775807"},
+		{"too many requesters", []string{"-requesters", "65537"}, "-requesters must be at most 65536, got 65537"},
+		{"too many nRequester", []string{"-nRequester", "100000"}, "-nRequester must be at most 65536"},
+		{"too many picks", []string{"-picks", "100000000"}, "-picks must be at most 10000000 (the trace is held whole), got 100000000"},
+		{"all with json", []string{"-all", "-json"}, "-all is for the text tables: the -json output is always complete"},
+		{"all with picks json", []string{"-picks", "10", "-all", "-json"}, "-all is for the text tables"},
+		{"all with compare", []string{"-all", "-compare", "p2c,round-robin"}, "-all is for the per-worker and -picks tables"},
+		{"all with a list", []string{"-all", "-worker-buffer", "0,15"}, "-all is for the per-worker and -picks tables"},
+		{"plot in a missing directory", []string{"-plot", "/nonexistent/x.png"}, "-plot /nonexistent/x.png: directory /nonexistent does not exist"},
+		{"plot in a file's directory", []string{"-plot", "/dev/null/x.png"}, "-plot /dev/null/x.png: /dev/null is not a directory"},
+		{"plot on a directory", []string{"-plot", "/"}, "-plot /: not a regular file"},
 		{"negative work", []string{"-work", "-1ms"}, "-work and -churn must be >= 0"},
 		{"negative picks", []string{"-picks", "-1"}, "-picks must be >= 0"},
 		{"rounds without list", []string{"-rounds", "3"}, "-rounds needs a -worker-buffer, -engine or -completion-buffer list"},
@@ -120,7 +139,7 @@ func TestHelp(t *testing.T) {
 	assert.Empty(t, out)
 	for _, f := range []string{"-requesters", "-nRequester", "-workers", "-nWorker", "-requests", "-strategy", "-weights", "-worker-buffer",
 		"-engine", "-completion-buffer", "-work", "-dist", "-seed", "-picks", "-keys", "-json", "-speeds", "-panic-rate",
-		"-cancel-rate", "-churn", "-v", "-compare", "-rounds", "-plot"} {
+		"-cancel-rate", "-churn", "-v", "-compare", "-rounds", "-plot", "-all"} {
 		assert.Regexp(t, `(?m)^  `+f+`\b`, errs, "help lists %s", f)
 	}
 }

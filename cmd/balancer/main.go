@@ -39,7 +39,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1   // the run itself failed (e.g. the plot could not be written)
 	exitUsage       = 2   // bad flags: one line on stderr, no report
-	exitInterrupted = 130 // SIGINT/SIGTERM: the partial report was printed
+	exitInterrupted = 130 // SIGINT/SIGTERM: the partial report, if any, was printed
 )
 
 // run is the whole program with its environment passed in, so tests drive
@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ax := cfg.axis()
 	switch {
 	case cfg.picks > 0:
-		err = runPicks(cfg, stdout)
+		err = runPicks(ctx, cfg, stdout, stderr)
 	case len(cfg.compare) > 0:
 		err = runCompare(ctx, cfg, stdout, stderr)
 	case ax != nil:
@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "balancer: interrupted; the report above is partial")
 		return exitInterrupted
+	case errors.Is(err, errInterruptedEarly):
+		fmt.Fprintln(stderr, "balancer: interrupted before there was anything to report; nothing printed")
+		return exitInterrupted
 	case err != nil:
 		fmt.Fprintf(stderr, "balancer: %v\n", err)
 		return exitFailure
@@ -78,5 +81,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // errInterrupted is returned once a partial report has been printed after
-// ctx ended.
-var errInterrupted = errors.New("interrupted")
+// ctx ended; errInterruptedEarly when ctx ended before anything could be
+// printed (a rounds run with no complete round, a -compare stopped before
+// its first run), so that the message does not point at a report that is
+// not there.
+var (
+	errInterrupted      = errors.New("interrupted")
+	errInterruptedEarly = errors.New("interrupted before anything was reported")
+)

@@ -60,8 +60,8 @@ func TestTraceSchema(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
-	assert.Len(t, m, 5)
-	for _, k := range []string{"strategy", "weights", "picks", "counts", "max_lag"} {
+	assert.Len(t, m, 6)
+	for _, k := range []string{"strategy", "weights", "picks", "counts", "max_lag", "interrupted"} {
 		assert.Contains(t, m, k)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,16 +16,68 @@ import (
 )
 
 // maxPoints bounds the points of one line, so the PNG stays small (well
-// under 200 KB) whatever the number of requests.
+// under 200 KB) and the data kept for it bounded, whatever the number of
+// requests.
 const maxPoints = 300
+
+// cumulative is each worker's cumulative picks at evenly spaced picks: at
+// most 2·maxPoints rows whatever the number of picks, since when it is
+// full every other row goes and the spacing doubles. Row k is taken at
+// pick (k+1)·step.
+type cumulative struct {
+	step, t int
+	count   []int
+	rows    []cumRow
+}
+
+type cumRow struct {
+	t     int   // picks so far
+	count []int // per worker index
+}
+
+func (c *cumulative) add(i int) {
+	for i >= len(c.count) {
+		c.count = append(c.count, 0)
+	}
+	if i >= 0 {
+		c.count[i]++
+	}
+	c.t++
+	c.step = max(c.step, 1)
+	if c.t%c.step != 0 {
+		return
+	}
+	if len(c.rows) == 2*maxPoints {
+		kept := c.rows[:0]
+		for k := 1; k < len(c.rows); k += 2 {
+			kept = append(kept, c.rows[k])
+		}
+		c.rows, c.step = kept, 2*c.step
+		if c.t%c.step != 0 {
+			return
+		}
+	}
+	c.rows = append(c.rows, cumRow{t: c.t, count: slices.Clone(c.count)})
+}
+
+// final is the rows with the last pick's, so the lines end where the run
+// did (an interrupted one too).
+func (c *cumulative) final() []cumRow {
+	if c.t > 0 && (len(c.rows) == 0 || c.rows[len(c.rows)-1].t != c.t) {
+		return append(c.rows, cumRow{t: c.t, count: slices.Clone(c.count)})
+	}
+	return c.rows
+}
 
 // plotRun writes a PNG to path: on top, each worker's cumulative picks
 // against its ideal line t·w_i/W (the lua-resty-balancer WRR issue's graph: a flat stretch is a
 // worker starved, a steady gap is a share off its weight); below, if there
 // are samples, each worker's pending over time (Pike's picture of balance).
-// It uses gonum/plot, which renders offline with its embedded fonts.
-func plotRun(path string, weights []int, order []int32, samples []sample) error {
-	top, err := cumulativePlot(weights, order)
+// It uses gonum/plot, which renders offline with its embedded fonts. The
+// image goes to a temporary file beside path, renamed over it once
+// complete, so a failed write never leaves half a PNG under that name.
+func plotRun(path string, weights []int, cum *cumulative, samples []sample) error {
+	top, err := cumulativePlot(weights, cum.final())
 	if err != nil {
 		return err
 	}
@@ -43,39 +97,72 @@ func plotRun(path string, weights []int, order []int32, samples []sample) error 
 	for j := range plots {
 		plots[j][0].Draw(cv[j][0])
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), ".balancer-plot-*.png")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(f.Name()) // after the rename, a no-op
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	// CreateTemp makes the file 0600; a plot is not secret.
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
-func cumulativePlot(weights []int, order []int32) (*plot.Plot, error) {
+// checkPlotPath refuses, before any work, a -plot path the run could not
+// write: its directory must exist and take a new file, and the path
+// itself must not be a directory or a file we may not replace.
+func checkPlotPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	switch st, err := os.Stat(dir); {
+	case err != nil:
+		return fmt.Errorf("-plot %s: directory %s does not exist", path, dir)
+	case !st.IsDir():
+		return fmt.Errorf("-plot %s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("-plot %s: not a regular file", path)
+	}
+	f, err := os.CreateTemp(dir, ".balancer-plot-*.png")
+	if err != nil {
+		return fmt.Errorf("-plot %s: cannot write in %s", path, dir)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+func cumulativePlot(weights []int, rows []cumRow) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "cumulative picks per worker (dashed: ideal t·w/W)"
 	p.X.Label.Text = "pick t"
 	p.Y.Label.Text = "picks"
-	n := 0
-	for _, i := range order {
-		n = max(n, int(i)+1)
+	n := len(weights)
+	if len(rows) > 0 {
+		n = max(n, len(rows[len(rows)-1].count))
 	}
-	n = max(n, len(weights))
-	step := max(1, len(order)/maxPoints)
 	lines := make([]plotter.XYs, n)
-	count := make([]int, n)
-	for t, i := range order {
-		if i >= 0 {
-			count[i]++
-		}
-		if (t+1)%step == 0 || t == len(order)-1 {
-			for k := range lines {
-				lines[k] = append(lines[k], plotter.XY{X: float64(t + 1), Y: float64(count[k])})
+	for _, r := range rows {
+		for k := range lines {
+			y := 0
+			if k < len(r.count) {
+				y = r.count[k]
 			}
+			lines[k] = append(lines[k], plotter.XY{X: float64(r.t), Y: float64(y)})
 		}
+	}
+	T := 0.0
+	if len(rows) > 0 {
+		T = float64(rows[len(rows)-1].t)
 	}
 	W := 0
 	for _, w := range weights {
@@ -88,7 +175,6 @@ func cumulativePlot(weights []int, order []int32) (*plot.Plot, error) {
 			continue
 		}
 		seen[w] = true
-		T := float64(len(order))
 		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: T, Y: T * float64(w) / float64(W)}})
 		if err != nil {
 			return nil, err

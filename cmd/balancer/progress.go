@@ -32,6 +32,30 @@ type sample struct {
 type monitor struct {
 	quit, done chan struct{}
 	samples    []sample // read after stop
+	// The samples kept are ticks 0, stride, 2·stride, ...: at most
+	// 2·maxPoints whatever the run's length, since when full every other
+	// one goes and the stride doubles.
+	tick, stride int
+}
+
+func (m *monitor) keep(s sample) {
+	t := m.tick
+	m.tick++
+	m.stride = max(m.stride, 1)
+	if t%m.stride != 0 {
+		return
+	}
+	if len(m.samples) == 2*maxPoints {
+		kept := m.samples[:0]
+		for k := 0; k < len(m.samples); k += 2 {
+			kept = append(kept, m.samples[k])
+		}
+		m.samples, m.stride = kept, 2*m.stride
+		if t%m.stride != 0 {
+			return
+		}
+	}
+	m.samples = append(m.samples, s)
 }
 
 func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
@@ -89,7 +113,7 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 				}
 				st := d.Stats()
 				if c.plot != "" {
-					m.samples = append(m.samples, sampleOf(now.Sub(start), st))
+					m.keep(sampleOf(now.Sub(start), st))
 				}
 				if c.verbose && now.Sub(lastLine) >= verboseEvery {
 					lastLine = now

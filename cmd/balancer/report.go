@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,16 +19,17 @@ type Report struct {
 	Requesters int    `json:"requesters"`
 	Workers    int    `json:"workers"`
 	Settings
-	Requests   int      `json:"requests"`  // answered; fewer than -requests only when interrupted
-	Completed  int      `json:"completed"` // answered with a value
-	Errors     int      `json:"errors"`    // answered with an error: completed + errors == requests
-	Panics     int      `json:"panics"`    // errors whose task panicked
-	Cancelled  int      `json:"cancelled"` // errors that are the request context's error
-	ElapsedNS  int64    `json:"elapsed_ns"`
-	Throughput float64  `json:"throughput_per_s"` // requests answered per second
-	Latency    Latency  `json:"latency_ns"`       // submit to answer, every request
-	Pending    Pending  `json:"pending"`
-	PerWorker  []Worker `json:"per_worker"`
+	Requests    int      `json:"requests"`    // asked for (-requests)
+	Interrupted bool     `json:"interrupted"` // by a signal: then completed + errors < requests
+	Completed   int      `json:"completed"`   // answered with a value
+	Errors      int      `json:"errors"`      // answered with an error: completed + errors == requests unless interrupted
+	Panics      int      `json:"panics"`      // errors whose task panicked
+	Cancelled   int      `json:"cancelled"`   // errors that are the request context's error
+	ElapsedNS   int64    `json:"elapsed_ns"`
+	Throughput  float64  `json:"throughput_per_s"` // requests answered per second
+	Latency     Latency  `json:"latency_ns"`       // submit to answer, every answered request
+	Pending     Pending  `json:"pending"`
+	PerWorker   []Worker `json:"per_worker"`
 }
 
 // Settings are the knobs of a run besides the strategy and the counts. A
@@ -77,8 +76,9 @@ func (st *Settings) describe(extra ...string) string {
 	return strings.Join(append(parts, extra...), ", ")
 }
 
-// Latency holds exact percentiles, in nanoseconds, from a sort of every
-// request's latency (no histogram: the run holds them all anyway).
+// Latency holds nearest-rank percentiles of every answered request's
+// latency, in nanoseconds, read from a histogram: within 0.4% of the exact
+// value (see histogram); max is exact.
 type Latency struct {
 	P50 int64 `json:"p50"`
 	P90 int64 `json:"p90"`
@@ -104,31 +104,20 @@ type Worker struct {
 	removed    bool
 }
 
-func buildReport(c *config, s setup, lat []time.Duration, errs []error, elapsed time.Duration, st dispatcher.Stats) Report {
+func buildReport(c *config, s setup, h *histogram, o *outcomes, elapsed time.Duration, st dispatcher.Stats) Report {
 	r := Report{
-		Strategy: s.strategy, Requesters: c.requesters, Workers: c.workers, Requests: len(lat),
+		Strategy: s.strategy, Requesters: c.requesters, Workers: c.workers, Requests: c.requests,
 		Settings:  settingsOf(c, s),
+		Completed: int(o.completed.Load()), Errors: int(o.errors.Load()),
+		Panics: int(o.panics.Load()), Cancelled: int(o.cancelled.Load()),
 		ElapsedNS: elapsed.Nanoseconds(),
+		Latency:   h.Latency(),
 		Pending:   Pending{Mean: st.RunPendingMean, StdDev: st.RunPendingStdDev},
 	}
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			r.Completed++
-		case errors.Is(err, dispatcher.ErrTaskPanicked):
-			r.Errors++
-			r.Panics++
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			r.Errors++
-			r.Cancelled++
-		default:
-			r.Errors++
-		}
-	}
+	r.Interrupted = r.answered() < r.Requests
 	if elapsed > 0 {
-		r.Throughput = float64(len(lat)) / elapsed.Seconds()
+		r.Throughput = float64(r.answered()) / elapsed.Seconds()
 	}
-	r.Latency = percentiles(lat)
 	var total int64
 	for _, w := range st.Workers {
 		total += w.Completed
@@ -143,20 +132,8 @@ func buildReport(c *config, s setup, lat []time.Duration, errs []error, elapsed 
 	return r
 }
 
-// percentiles sorts a copy of lat and reads the nearest-rank percentiles.
-func percentiles(lat []time.Duration) Latency {
-	if len(lat) == 0 {
-		return Latency{}
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	at := func(q float64) int64 {
-		// Nearest rank: the smallest value with at least q of the data at or below it.
-		k := int(q*float64(len(s))+0.999999) - 1
-		return s[min(max(k, 0), len(s)-1)].Nanoseconds()
-	}
-	return Latency{P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: s[len(s)-1].Nanoseconds()}
-}
+// answered is the requests that got an answer, a value or an error.
+func (r *Report) answered() int { return r.Completed + r.Errors }
 
 // shareError is the largest gap, over live workers, between a worker's share
 // and its weight's share: how far the strategy strayed from the weights
@@ -193,8 +170,8 @@ func printReport(w io.Writer, c *config, res *result) {
 	fmt.Fprintf(w, "strategy %s: %d requesters, %d workers, %d requests, work %v %s, seed %d\n",
 		r.Strategy, r.Requesters, r.Workers, r.Requests, c.work, c.dist, c.seed)
 	fmt.Fprintln(w, r.describe())
-	if res.interrupted {
-		fmt.Fprintf(w, "INTERRUPTED after %d of %d requests: partial report\n", r.Requests, c.requests)
+	if r.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED after %d of %d requests: partial report\n", r.answered(), r.Requests)
 	}
 	fmt.Fprintf(w, "elapsed %v, throughput %.0f req/s\n", time.Duration(r.ElapsedNS).Round(time.Millisecond), r.Throughput)
 	fmt.Fprintf(w, "answers: %d completed, %d errors (%d panics, %d cancelled)\n", r.Completed, r.Errors, r.Panics, r.Cancelled)
@@ -207,13 +184,26 @@ func printReport(w io.Writer, c *config, res *result) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "worker\tweight\tspeed\tcompleted\tshare\tmax pending\t")
-	for _, pw := range r.PerWorker {
+	summarised := eachRow(len(r.PerWorker), c.all, func(i int) {
+		pw := r.PerWorker[i]
 		note := ""
 		if pw.removed {
 			note = " (removed)"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%g\t%d\t%.1f%%\t%d\t%s\n", pw.Index, pw.Weight, speedAt(res.speeds, pw.Index),
 			pw.Completed, 100*pw.Share, pw.MaxPending, note)
+	}, func(omitted int) {
+		fmt.Fprintf(tw, "…\t\t\t\t\t\t %d workers not shown (-all shows every row)\n", omitted)
+	})
+	if summarised {
+		var weight, maxPending int
+		var done int64
+		for _, pw := range r.PerWorker {
+			weight += pw.Weight
+			done += pw.Completed
+			maxPending = max(maxPending, pw.MaxPending)
+		}
+		fmt.Fprintf(tw, "all %d\t%d\t\t%d\t100%%\t%d\t\n", len(r.PerWorker), weight, done, maxPending)
 	}
 	tw.Flush()
 }
@@ -253,16 +243,36 @@ func runSingle(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.plot != "" && !res.interrupted {
-		if err := plotRun(c.plot, c.weightsOrEqual(), res.order, res.samples); err != nil {
+	if c.plot != "" {
+		if err := writePlot(c, stdout, stderr, res.cum, res.samples, res.Interrupted); err != nil {
 			return err
 		}
-		if !c.json {
-			fmt.Fprintf(stdout, "\nplot written to %s\n", c.plot)
-		}
 	}
-	if res.interrupted {
+	if res.Interrupted {
 		return errInterrupted
+	}
+	return nil
+}
+
+// writePlot writes -plot, that of the partial run after an interrupt, and
+// says so on stdout (stderr with -json, whose stdout is the JSON alone);
+// with no pick at all, it writes nothing and says that instead.
+func writePlot(c *config, stdout, stderr io.Writer, cum *cumulative, samples []sample, interrupted bool) error {
+	if cum.t == 0 {
+		fmt.Fprintf(stderr, "balancer: no pick was made: no plot written to %s\n", c.plot)
+		return nil
+	}
+	if err := plotRun(c.plot, c.weightsOrEqual(), cum, samples); err != nil {
+		return err
+	}
+	what := "plot"
+	if interrupted {
+		what = "plot of the partial run"
+	}
+	if !c.json {
+		fmt.Fprintf(stdout, "\n%s written to %s\n", what, c.plot)
+	} else if interrupted {
+		fmt.Fprintf(stderr, "balancer: %s written to %s\n", what, c.plot)
 	}
 	return nil
 }

@@ -88,8 +88,9 @@ type RoundsReport struct {
 	Parameter string `json:"parameter"` // worker_buffer, engine or completion_buffer
 	Strategy  string `json:"strategy"`
 	Settings
-	Rounds int            `json:"rounds"` // completed rounds
-	Values []ValueSummary `json:"values"` // in the order of the list; the first is the baseline
+	Rounds      int            `json:"rounds"`      // completed rounds
+	Interrupted bool           `json:"interrupted"` // by a signal: rounds < -rounds
+	Values      []ValueSummary `json:"values"`      // in the order of the list; the first is the baseline
 }
 
 // runRounds measures each value of the list in interleaved rounds: every
@@ -111,7 +112,7 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 			if err != nil {
 				return err
 			}
-			if res.interrupted {
+			if res.Interrupted {
 				break // a partial run would skew its value's sample
 			}
 			sums[i].Throughputs = append(sums[i].Throughputs, res.Throughput)
@@ -129,7 +130,7 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 		n = min(n, len(sums[i].Throughputs))
 	}
 	if n == 0 { // interrupted in the first round: nothing to compare
-		return errInterrupted
+		return errInterruptedEarly
 	}
 	base := &sums[0]
 	for i := range sums {
@@ -143,14 +144,15 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 		s.Significant = i > 0 && (s.PThroughput < alpha || s.PP99 < alpha)
 	}
 	if c.json {
-		rep := &RoundsReport{Parameter: ax.param, Strategy: c.strategy, Settings: ax.settings(c), Rounds: n, Values: sums}
+		rep := &RoundsReport{Parameter: ax.param, Strategy: c.strategy, Settings: ax.settings(c), Rounds: n,
+			Interrupted: n < c.rounds, Values: sums}
 		if err := writeJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
 		printRounds(stdout, c, ax, sums)
 	}
-	if ctx.Err() != nil {
+	if n < c.rounds {
 		return errInterrupted
 	}
 	return nil
@@ -159,6 +161,9 @@ func runRounds(ctx context.Context, c *config, ax *axis, stdout, stderr io.Write
 func printRounds(w io.Writer, c *config, ax *axis, sums []ValueSummary) {
 	fmt.Fprintf(w, "%s, %d interleaved rounds: strategy %s, %d requesters, %d workers, %d requests, work %v %s\n",
 		ax.title, len(sums[0].Throughputs), c.strategy, c.requesters, c.workers, c.requests, c.work, c.dist)
+	if n := len(sums[0].Throughputs); n < c.rounds {
+		fmt.Fprintf(w, "INTERRUPTED after %d of %d rounds: partial report\n", n, c.rounds)
+	}
 	st := ax.settings(c)
 	var extra []string
 	switch {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -20,11 +21,28 @@ const grace = 500 * time.Millisecond
 // result is one run: the report and what the plot and -v need besides.
 type result struct {
 	Report
-	speeds      []float64 // per worker index, added workers included
-	order       []int32   // every pick in order (only with -plot)
-	samples     []sample  // pending per worker over time (only with -plot)
-	replaced    int       // workers replaced by -churn
-	interrupted bool
+	speeds   []float64   // per worker index, added workers included
+	cum      *cumulative // picks per worker (only with -plot)
+	samples  []sample    // pending per worker over time (only with -plot)
+	replaced int         // workers replaced by -churn
+}
+
+// outcomes counts the answers by kind, as the requesters receive them.
+type outcomes struct{ completed, errors, panics, cancelled atomic.Int64 }
+
+func (o *outcomes) add(err error) {
+	switch {
+	case err == nil:
+		o.completed.Add(1)
+	case errors.Is(err, dispatcher.ErrTaskPanicked):
+		o.errors.Add(1)
+		o.panics.Add(1)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		o.errors.Add(1)
+		o.cancelled.Add(1)
+	default:
+		o.errors.Add(1)
+	}
 }
 
 // setup is what may differ between the runs of one invocation: a row of
@@ -60,7 +78,7 @@ func (c *config) setupWith(vary func(*setup)) setup {
 // runOnce runs the workload once with setup s. Every goroutine it starts
 // has exited when it returns. If ctx ends, it stops taking new requests,
 // lets in-flight ones drain for grace, then cancels them, and returns the
-// partial result with interrupted set.
+// partial result, marked Interrupted.
 func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer) (*result, error) {
 	weights := c.weightsOrEqual()
 	inner, err := strategies.New(s.strategy, weights, strategies.WithSeed(c.seed))
@@ -84,8 +102,10 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	}
 	itersPerNs() // calibrate before the clock starts
 
-	lat := make([]time.Duration, c.requests)
-	errs := make([]error, c.requests)
+	// Bounded whatever -requests is: a histogram and four counters, not a
+	// sample per request.
+	var hist histogram
+	var outs outcomes
 	var next, answered atomic.Int64
 	// Requests run under workCtx, not ctx: an interrupt stops intake at
 	// once but gives in-flight requests the grace period to finish.
@@ -96,14 +116,16 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	ch := startChurn(d, c, weights)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range c.requesters {
+	for r := range c.requesters {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				t := int(next.Add(1) - 1)
-				if t >= c.requests {
+				t := next.Add(1) - 1
+				if t >= int64(c.requests) {
 					return
 				}
-				lat[t], errs[t] = request(workCtx, d, tr, p, t)
+				lat, err := request(workCtx, d, tr, p, int(t), r)
+				hist.Record(lat.Nanoseconds())
+				outs.add(err)
 				answered.Add(1)
 			}
 		})
@@ -131,22 +153,21 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	if ch.err != nil {
 		fmt.Fprintf(stderr, "balancer: -churn stopped: %v\n", ch.err)
 	}
-	attempted := int(min(next.Load(), int64(c.requests)))
 	res := &result{
-		Report:      buildReport(c, s, lat[:attempted], errs[:attempted], elapsed, d.Stats()),
-		speeds:      tr.speeds,
-		order:       tr.order,
-		samples:     mon.samples,
-		replaced:    ch.count,
-		interrupted: ctx.Err() != nil,
+		Report:   buildReport(c, s, &hist, &outs, elapsed, d.Stats()),
+		speeds:   tr.speeds,
+		cum:      tr.cum,
+		samples:  mon.samples,
+		replaced: ch.count,
 	}
 	return res, nil
 }
 
-// request submits request t and waits for its answer, with its context
-// cancelled as the plan says.
-func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker, p *plan, t int) (time.Duration, error) {
-	if after := p.cancelAfter[t]; after >= 0 {
+// request submits request t of requester r and waits for its answer,
+// with its context cancelled as the plan says.
+func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker, p *plan, t, r int) (time.Duration, error) {
+	work, panics, after := p.at(t)
+	if after >= 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -158,20 +179,19 @@ func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker,
 		}
 	}
 	task := func(ctx context.Context) (uint64, error) {
-		work := time.Duration(float64(p.work[t]) / tr.speedOf(t))
-		x, err := spin(ctx, iterations(work), uint64(t))
+		x, err := spin(ctx, iterations(time.Duration(float64(work)/tr.speedOf(t, r))), uint64(t))
 		if err != nil {
 			return 0, err
 		}
-		if p.panics[t] {
+		if panics {
 			panic(fmt.Sprintf("injected panic (request %d)", t))
 		}
 		return x, nil
 	}
 	start := time.Now()
-	// The key is t so that the tracker knows the request; it maps t to the
-	// routing key of -keys before the real strategy sees it.
-	_, err := d.Key(uint64(t)).Do(ctx, task)
+	// The key names the request and its requester for the tracker, which
+	// maps it to the routing key of -keys before the real strategy sees it.
+	_, err := d.Key(requestKey(t, r)).Do(ctx, task)
 	return time.Since(start), err
 }
 

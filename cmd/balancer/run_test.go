@@ -26,7 +26,7 @@ func TestJSONSchema(t *testing.T) {
 		return k
 	}
 	assert.ElementsMatch(t, []string{"strategy", "requesters", "workers", "engine", "worker_buffer", "intake_buffer",
-		"seed", "work", "dist", "requests", "completed", "errors", "panics", "cancelled", "elapsed_ns",
+		"seed", "work", "dist", "requests", "interrupted", "completed", "errors", "panics", "cancelled", "elapsed_ns",
 		"throughput_per_s", "latency_ns", "pending", "per_worker"}, keys(m), "no completion_buffer on rings")
 	assert.ElementsMatch(t, []string{"p50", "p90", "p99", "max"}, keys(m["latency_ns"].(map[string]any)))
 	assert.ElementsMatch(t, []string{"mean", "stddev"}, keys(m["pending"].(map[string]any)))
@@ -38,6 +38,7 @@ func TestJSONSchema(t *testing.T) {
 	assert.Equal(t, "least-pending", r.Strategy)
 	assert.Equal(t, 400, r.Requests)
 	assert.Equal(t, 400, r.Completed)
+	assert.False(t, r.Interrupted)
 	assert.Positive(t, r.Throughput)
 	assert.LessOrEqual(t, r.Latency.P50, r.Latency.P90)
 	assert.LessOrEqual(t, r.Latency.P90, r.Latency.P99)
@@ -162,11 +163,14 @@ func TestInterrupt(t *testing.T) {
 			assert.Contains(t, out, "INTERRUPTED after")
 			continue
 		}
+		// requests is what was asked, completed + errors what was answered.
 		var r Report
 		require.NoError(t, json.Unmarshal([]byte(out), &r))
-		assert.Less(t, r.Requests, 200000)
-		assert.Positive(t, r.Requests)
-		assert.Equal(t, r.Requests, r.Completed+r.Errors)
+		assert.True(t, r.Interrupted)
+		assert.Equal(t, 200000, r.Requests)
+		assert.Less(t, r.Completed+r.Errors, 200000)
+		assert.Positive(t, r.Completed+r.Errors)
+		assert.Contains(t, out, `"interrupted":true`)
 	}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/strategies"
@@ -10,27 +12,33 @@ import (
 // each request: the dispatcher API does not tell a task its worker, and the
 // demo needs it to make some workers slower (-speeds).
 //
-// How it works: every request is submitted with its own number t as the
-// dispatcher's routing key. Pick(t) maps t to the routing key the user asked
-// for (-keys), asks the real strategy, and writes the picked worker's speed
-// into slot t of a table before returning. The dispatcher honours every pick
-// (a full worker holds the request rather than re-picking) and puts the
-// request in that worker's queue after Pick returns; the task reads slot t
-// after the worker took it. The queue's publish happens-before the take on
-// either engine (rings: an atomic store the worker's atomic load observes;
-// channels: a send on the worker's channel), so the read needs no lock.
+// How it works: request t of requester r is submitted with routing key
+// t<<reqBits | r. Pick maps t to the routing key the user asked for
+// (-keys), asks the real strategy, and stores the picked worker's speed,
+// tagged with t, in requester r's slot before returning. A requester has
+// one request in flight, so a slot per requester suffices and the table
+// does not grow with -requests. The dispatcher honours every pick (a full
+// worker holds the request rather than re-picking) and puts the request
+// in that worker's queue after Pick returns; the task reads slot r after
+// the worker took it, so the queue's publish orders the store before the
+// load. The slot is atomic all the same: a requester whose context was
+// cancelled moves on while its abandoned task may still read the slot;
+// the tag tells that task the slot is no longer its own.
 //
-// The tracker also records the order of picks, for the plot. It runs on
-// the balancer goroutine only, like any strategy, and is read after Close.
+// The tracker also counts picks per worker for the plot. It runs on the
+// balancer goroutine only, like any strategy, and is read after Close.
 type tracker struct {
 	inner  strategies.Strategy
-	keys   uint64    // -keys; 0: the key is t itself
-	speeds []float64 // per worker index, grown by Add
-	base   []float64 // -speeds, reused cyclically by added workers
-	speed  []float64 // per request t: the speed of the worker picked for it
-	order  []int32   // every pick, in order
-	record bool      // keep order (only when a plot wants it)
+	keys   uint64          // -keys; 0: the key is t itself
+	speeds []float64       // per worker index, grown by Add
+	base   []float64       // -speeds, reused cyclically by added workers
+	slots  []atomic.Uint64 // per requester: low 32 bits of t, then float32 bits of the speed
+	cum    *cumulative     // picks per worker, only when a plot wants them
 }
+
+// reqBits is the part of a routing key that names the requester: hence
+// the limits on -requesters (2^reqBits) and -requests (2^(64-reqBits)).
+const reqBits = 16
 
 // dynTracker is a tracker over a strategy that supports membership changes
 // (needed by -churn). It is a separate type so that the dispatcher sees
@@ -52,11 +60,10 @@ func newTracker(inner strategies.Strategy, c *config, record bool) (*tracker, st
 		keys:   uint64(c.keys),
 		speeds: append([]float64(nil), sp...),
 		base:   sp,
-		speed:  make([]float64, c.requests),
-		record: record,
+		slots:  make([]atomic.Uint64, c.requesters),
 	}
 	if record {
-		t.order = make([]int32, 0, c.requests)
+		t.cum = &cumulative{}
 	}
 	if d, ok := inner.(strategies.Dynamic); ok {
 		return t, dynTracker{t, d}
@@ -72,23 +79,31 @@ func routeKey(t, keys uint64) uint64 {
 	return t % keys
 }
 
+// requestKey is the dispatcher's routing key of request t of requester r.
+func requestKey(t, r int) uint64 { return uint64(t)<<reqBits | uint64(r) }
+
 func (t *tracker) Pick(key uint64) int {
-	i := t.inner.Pick(routeKey(key, t.keys))
-	if key < uint64(len(t.speed)) && i >= 0 && i < len(t.speeds) {
-		t.speed[key] = t.speeds[i]
+	req, r := key>>reqBits, key&(1<<reqBits-1)
+	i := t.inner.Pick(routeKey(req, t.keys))
+	if r < uint64(len(t.slots)) && i >= 0 && i < len(t.speeds) {
+		t.slots[r].Store(uint64(uint32(req))<<32 | uint64(math.Float32bits(float32(t.speeds[i]))))
 	}
-	if t.record {
-		t.order = append(t.order, int32(i))
+	if t.cum != nil {
+		t.cum.add(i)
 	}
 	return i
 }
 
 func (t *tracker) Done(i int, elapsed time.Duration) { t.inner.Done(i, elapsed) }
 
-// speedOf is the speed of the worker running request t; call it only from
-// the task (see the type's doc for why that is safe).
-func (t *tracker) speedOf(req int) float64 {
-	if s := t.speed[req]; s > 0 {
+// speedOf is the speed of the worker running request req of requester r;
+// call it only from the task (see the type's doc for why that is safe).
+func (t *tracker) speedOf(req, r int) float64 {
+	v := t.slots[r].Load()
+	if uint32(v>>32) != uint32(req) {
+		return 1 // not this request's pick: only an abandoned task reads it
+	}
+	if s := float64(math.Float32frombits(uint32(v))); s > 0 {
 		return s
 	}
 	return 1

@@ -3,51 +3,70 @@ package main
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
 )
 
-// plan is the workload, drawn from the seed before the run, so every run
-// with the same seed (each row of -compare, each round) does the same work
-// with the same faults: differences come from the strategy or the buffers.
+// plan is the workload, a function of the seed and the request's number,
+// so every run with the same seed (each row of -compare, each round) does
+// the same work with the same faults: differences come from the strategy
+// or the buffers. It is drawn per request rather than stored, so that the
+// memory of a run does not grow with -requests.
 type plan struct {
-	work        []time.Duration // CPU work of request t at speed 1
-	panics      []bool          // task t panics after its work
-	cancelAfter []time.Duration // request t's context is cancelled after this; <0: never
+	seed                  uint64
+	dist                  string
+	mean                  float64 // -work, in ns
+	panicRate, cancelRate float64
 }
 
 func newPlan(c *config) *plan {
-	// A stream per concern, so that adding faults does not change the work.
-	rw := rand.New(rand.NewPCG(c.seed, 1))
-	rf := rand.New(rand.NewPCG(c.seed, 2))
-	p := &plan{
-		work:        make([]time.Duration, c.requests),
-		panics:      make([]bool, c.requests),
-		cancelAfter: make([]time.Duration, c.requests),
+	return &plan{seed: c.seed, dist: c.dist, mean: float64(c.work), panicRate: c.panicRate, cancelRate: c.cancelRate}
+}
+
+// Streams of draws, one per concern, so that adding faults does not
+// change the work.
+const (
+	streamWork = iota + 1
+	streamPanic
+	streamCancel
+	streamCancelAt
+)
+
+// at returns request t's CPU work at speed 1, whether its task panics
+// after the work, and when its context is cancelled (<0: never).
+func (p *plan) at(t int) (work time.Duration, panics bool, cancelAfter time.Duration) {
+	var w float64
+	switch p.dist {
+	case "const":
+		w = p.mean
+	case "uniform":
+		w = 2 * p.mean * p.unit(streamWork, t)
+	case "exp":
+		w = -p.mean * math.Log1p(-p.unit(streamWork, t)) // inverse transform; unit < 1
 	}
-	mean := float64(c.work)
-	for t := range p.work {
-		var w float64
-		switch c.dist {
-		case "const":
-			w = mean
-		case "uniform":
-			w = 2 * mean * rw.Float64()
-		case "exp":
-			w = mean * rw.ExpFloat64()
-		}
-		p.work[t] = time.Duration(w)
-		p.panics[t] = rf.Float64() < c.panicRate
-		p.cancelAfter[t] = -1
-		if rf.Float64() < c.cancelRate {
-			// Within the mean work: some are cancelled while queued, some
-			// while running, a few not before they finish.
-			p.cancelAfter[t] = time.Duration(mean * rf.Float64())
-		}
+	cancelAfter = -1
+	if p.unit(streamCancel, t) < p.cancelRate {
+		// Within the mean work: some are cancelled while queued, some
+		// while running, a few not before they finish.
+		cancelAfter = time.Duration(p.mean * p.unit(streamCancelAt, t))
 	}
-	return p
+	return time.Duration(w), p.unit(streamPanic, t) < p.panicRate, cancelAfter
+}
+
+// unit is a uniform draw in [0, 1) for request t in a stream: splitmix64's
+// finaliser over (seed, stream, t), a counter-based generator, so that any
+// request's draws cost the same whatever t is.
+func (p *plan) unit(stream uint64, t int) float64 {
+	x := mix64(mix64(p.seed^stream*0x9e3779b97f4a7c15) + uint64(t))
+	return float64(x>>11) / (1 << 53)
+}
+
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // spinCheck is how many loop iterations run between looks at the context:

@@ -2,12 +2,10 @@ module github.com/gobalancer/balancer/benchmarks
 
 go 1.26.0
 
-replace github.com/gobalancer/balancer => ..
-
 require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/gammazero/workerpool v1.3.0
-	github.com/gobalancer/balancer v0.0.0
+	github.com/gobalancer/balancer v0.1.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sourcegraph/conc v0.3.0
 	github.com/stretchr/testify v1.12.1

@@ -2,10 +2,8 @@ module github.com/gobalancer/balancer/contrib/grpcbalancer
 
 go 1.26.0
 
-replace github.com/gobalancer/balancer => ../..
-
 require (
-	github.com/gobalancer/balancer v0.0.0-00010101000000-000000000000
+	github.com/gobalancer/balancer v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0

@@ -1,7 +1,7 @@
 package dispatcher
 
 // WithPanicHandler calls h once for every task that panics (Do, Submit,
-// Go alike), on the worker that ran it, before the task's
+// Go, groups alike), on the worker that ran it, before the task's
 // requester gets the *PanicError: h sees the value and the worker's stack
 // at the panic, which Go's fire-and-forget tasks otherwise drop. The worker
 // waits for h, so h should be quick (log, count, report). A panic or a
@@ -20,8 +20,8 @@ func WithPanicHandler(h func(*PanicError)) Option {
 }
 
 // panicked answers a request whose task panicked, on its worker (the
-// item is already counted): it tells the panic handler, then the
-// requester.
+// item is already counted): it tells the task's group, then the panic
+// handler, then the requester.
 func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte) {
 	d.panics.Add(1)
 	pe := &PanicError{Value: v, Stack: stack}
@@ -33,6 +33,9 @@ func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte) {
 			d.replyErr(r, pe)
 		}
 	}()
+	if s, ok := r.ctx.(*groupSlot[R]); ok {
+		s.g.failed(s, pe)
+	}
 	d.handlePanic(pe)
 	answered = true
 	d.replyErr(r, pe)
@@ -60,5 +63,8 @@ func (d *Dispatcher[R]) handlePanic(pe *PanicError) {
 // exited answers a request whose task called runtime.Goexit.
 func (d *Dispatcher[R]) exited(r *request[R]) {
 	d.goexits.Add(1)
+	if s, ok := r.ctx.(*groupSlot[R]); ok {
+		s.g.failed(s, ErrTaskExited)
+	}
 	d.replyErr(r, ErrTaskExited)
 }

@@ -36,7 +36,7 @@ func (l *panicLog) len() int {
 }
 
 // TestPanicHandler: the handler is called once per panic of every kind of
-// submit (Do, Submit, Go) with the value and the stack of
+// submit (Do, Submit, Go, a group's Go) with the value and the stack of
 // the panicking task, before the requester has the answer.
 func TestPanicHandler(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
@@ -57,17 +57,23 @@ func TestPanicHandler(t *testing.T) {
 			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 			assert.Equal(t, 2, log.len(), "called before the future was answered")
 
-			assert.NoError(t, d.Go(ctx, task(3)))
+			g := d.Group(ctx)
+			assert.NoError(t, g.Go(task(3)))
+			_, err = g.Wait()
+			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
+			assert.Equal(t, 3, log.len(), "called before the group's Wait returned")
+
+			assert.NoError(t, d.Go(ctx, task(4)))
 		})
-		require.Eventually(t, func() bool { return log.len() == 3 }, 10*time.Second, time.Millisecond, "Go's panic reaches the handler")
+		require.Eventually(t, func() bool { return log.len() == 4 }, 10*time.Second, time.Millisecond, "Go's panic reaches the handler")
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		require.ElementsMatch(t, []any{"boom 1", "boom 2", "boom 3"}, log.values)
+		require.ElementsMatch(t, []any{"boom 1", "boom 2", "boom 3", "boom 4"}, log.values)
 		for _, s := range log.stacks {
 			require.Contains(t, s, "dispatcher_test.panicTask", "the stack names the task's function")
 		}
 		st := d.Stats()
-		require.Equal(t, int64(3), st.Panics)
+		require.Equal(t, int64(4), st.Panics)
 		require.Zero(t, st.PanicHandlerFailures)
 	})
 }

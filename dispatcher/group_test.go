@@ -360,6 +360,30 @@ func TestGroupBadInput(t *testing.T) {
 	})
 }
 
+// TestGroupCloseAbandons: tasks Close gives up on are answered with its
+// error, so Wait returns instead of waiting for them.
+func TestGroupCloseAbandons(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		require.NoError(t, err)
+		release, started := make(chan struct{}), make(chan struct{})
+		g := d.Group(context.Background())
+		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
+		for range 10 {
+			require.NoError(t, g.Go(ok(2)))
+		}
+		within(t, 10*time.Second, "start", func() { <-started })
+		expired, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorIs(t, d.Close(expired), context.Canceled)
+		close(release)
+		res, err := waitGroup(t, g, 10*time.Second)
+		require.ErrorIs(t, err, dispatcher.ErrClosed)
+		require.Equal(t, 1, res[0], "the running task finished")
+		within(t, 10*time.Second, "Done", func() { <-d.Done() })
+	})
+}
+
 // TestGroupAllocs: a group allocates no more than a small fraction of an
 // object per task (its slots come in chunks), beyond its fixed cost.
 func TestGroupAllocs(t *testing.T) {

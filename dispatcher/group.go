@@ -28,7 +28,10 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 //
 // A task may call TryGo on its own group (also while Wait waits). It should
 // not call Go on a group of its own dispatcher: if every worker waits for
-// room that only workers can make, nothing progresses (as with Do).
+// room that only workers can make, nothing progresses (as with Do). Nor
+// may it call Wait on its own group, which would wait for itself. A Go
+// made outside the group's tasks belongs to the batch if it began before
+// Wait returned (Wait waits for it), and otherwise gets ErrGroupDone.
 //
 // Cost: no allocation per task beyond its result slot, which the group
 // allocates in chunks; Wait allocates the result slice.

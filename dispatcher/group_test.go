@@ -294,6 +294,36 @@ func TestGroupTasksSpawn(t *testing.T) {
 	})
 }
 
+// TestGroupWaitWaitsForSubmit: a Go blocked for room when Wait starts is
+// part of the group: Wait returns only once it is accepted and answered.
+// (Only rings can tell that the Go is blocked; on channels a Go that had
+// not begun may instead find the group done, but never gets lost.)
+func TestGroupWaitWaitsForSubmit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+		g := d.Group(context.Background())
+		release, started := make(chan struct{}), make(chan struct{})
+		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
+		within(t, 10*time.Second, "start", func() { <-started })
+		submitted := make(chan error, 1)
+		go func() { submitted <- g.Go(ok(2)) }()
+		if eng == dispatcher.Rings {
+			require.Eventually(t, func() bool { return d.Stats().Blocked == 1 }, 10*time.Second, time.Millisecond)
+		}
+		time.AfterFunc(5*time.Millisecond, func() { close(release) }) // while Wait waits
+		res, err := waitGroup(t, g, 10*time.Second)
+		require.NoError(t, err)
+		err = <-submitted
+		if eng == dispatcher.Channels && errors.Is(err, dispatcher.ErrGroupDone) {
+			require.Equal(t, []int{1}, res)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, []int{1, 2}, res)
+	})
+}
+
 // TestKeyedGroupAffinity: a keyed group's tasks with one key reach one
 // worker under consistent-hash, and run there in submission order.
 func TestKeyedGroupAffinity(t *testing.T) {

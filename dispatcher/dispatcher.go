@@ -53,6 +53,7 @@ type Dispatcher[R any] struct {
 	stopped chan struct{}
 	wake    chan struct{} // capacity 1
 	ctl     chan func()
+	onPanic func(*PanicError) // WithPanicHandler
 
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
@@ -65,6 +66,9 @@ type Dispatcher[R any] struct {
 	state      atomic.Int32
 	ctlWaiting atomic.Int32 // control calls about to send on ctl
 	panics     atomic.Int64
+	// Written only when a task panics, exits or is cancelled, or a panic
+	// handler fails: off the hot path.
+	goexits, canceled, handlerFailures atomic.Int64
 
 	closeOnce   sync.Once
 	abandonOnce sync.Once
@@ -138,6 +142,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		wake:    make(chan struct{}, 1),
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
+		onPanic: c.panicHandler,
 	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	var l links[R]
@@ -177,13 +182,10 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 // workerConfig is what every worker of either engine does with a request.
 func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 	return worker.Config[*request[R]]{
-		Depth: depth,
-		Run:   d.run,
-		Panicked: func(r *request[R], v any, stack []byte) {
-			d.panics.Add(1)
-			d.replyErr(r, &PanicError{Value: v, Stack: stack})
-		},
-		Exited: func(r *request[R]) { d.replyErr(r, ErrTaskExited) },
+		Depth:    depth,
+		Run:      d.run,
+		Panicked: d.panicked,
+		Exited:   d.exited,
 	}
 }
 
@@ -212,6 +214,7 @@ func (d *Dispatcher[R]) run(r *request[R], count func()) {
 	}
 	if err := r.ctx.Err(); err != nil {
 		count()
+		d.canceled.Add(1)
 		d.replyErr(r, err)
 		return
 	}

@@ -5,13 +5,15 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// Fan a CPU-bound job out across the workers and combine the answers in
-// order (examples/fanout is the longer version).
+// Fan a CPU-bound job out across the workers as one group and combine the
+// answers, which come back in submission order (examples/fanout is the
+// longer version).
 func Example_fanout() {
 	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(4))
 	if err != nil {
@@ -20,23 +22,167 @@ func Example_fanout() {
 	defer d.Close(context.Background())
 
 	chunks := [][]byte{[]byte("alpha"), []byte("beta"), []byte("gamma")}
-	futures := make([]*dispatcher.Future[[32]byte], len(chunks))
-	for i, c := range chunks {
-		futures[i], err = d.Submit(context.Background(), func(context.Context) ([32]byte, error) {
-			return sha256.Sum256(c), nil
-		})
-		if err != nil {
-			panic(err)
-		}
+	g := d.Group(context.Background())
+	for _, c := range chunks {
+		g.Go(func(context.Context) ([32]byte, error) { return sha256.Sum256(c), nil })
 	}
-	for i, f := range futures {
-		sum, _ := f.Wait(context.Background())
+	sums, err := g.Wait()
+	if err != nil {
+		panic(err)
+	}
+	for i, sum := range sums {
 		fmt.Printf("%s %x\n", chunks[i], sum[:4])
 	}
 	// Output:
 	// alpha 8ed3f6ad
 	// beta f44e64e7
 	// gamma be9d587d
+}
+
+// Two dispatchers as the stages of a pipeline: stage 1 parses, stage 2
+// squares what stage 1 hands it, waiting while stage 2 is full; the first
+// failure in either stage cancels both (examples/pipeline is the longer
+// version).
+func Example_pipeline() {
+	parse, _ := dispatcher.New[struct{}](dispatcher.WithWorkers(2))
+	defer parse.Close(context.Background())
+	square, _ := dispatcher.New[[2]int](dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithIntakeBuffer(2))
+	defer square.Close(context.Background())
+
+	run := func(records []string) ([]int, error) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		stage2, stage1 := square.Group(ctx), parse.Group(ctx)
+		for i, rec := range records {
+			stage1.Go(func(context.Context) (struct{}, error) {
+				n, err := strconv.Atoi(rec)
+				if err != nil {
+					cancel(err) // both stages
+					return struct{}{}, err
+				}
+				return struct{}{}, stage2.Go(func(context.Context) ([2]int, error) { return [2]int{i, n * n}, nil })
+			})
+		}
+		stage1.Wait()
+		pairs, _ := stage2.Wait()
+		if err := context.Cause(ctx); err != nil {
+			return nil, err
+		}
+		out := make([]int, len(records))
+		for _, p := range pairs {
+			out[p[0]] = p[1] // stage 2's order is stage 1's finishing order
+		}
+		return out, nil
+	}
+	fmt.Println(run([]string{"1", "2", "3", "4"}))
+	_, err := run([]string{"1", "two", "3"})
+	fmt.Println(err)
+	// Output:
+	// [1 4 9 16] <nil>
+	// strconv.Atoi: parsing "two": invalid syntax
+}
+
+// The first error cancels the group's context, so tasks still queued end
+// without running, and Wait returns that error (errgroup.WithContext).
+func ExampleDispatcher_Group() {
+	d, _ := dispatcher.New[int](dispatcher.WithWorkers(1))
+	defer d.Close(context.Background())
+
+	g := d.Group(context.Background())
+	g.Go(func(context.Context) (int, error) { return 1, nil })
+	g.Go(func(context.Context) (int, error) { return 0, errors.New("task 2 failed") })
+	g.Go(func(ctx context.Context) (int, error) { return 3, ctx.Err() })
+	res, err := g.Wait()
+	fmt.Println(res, err)
+	fmt.Println(context.Cause(g.Context()))
+	// Output:
+	// [1 0 0] task 2 failed
+	// task 2 failed
+}
+
+// CollectErrors runs every task and joins every error, in submission
+// order (conc's WithErrors); a panic is one of them.
+func ExampleCollectErrors() {
+	d, _ := dispatcher.New[int](dispatcher.WithWorkers(2))
+	defer d.Close(context.Background())
+
+	g := d.Group(context.Background(), dispatcher.CollectErrors())
+	for i := range 4 {
+		g.Go(func(context.Context) (int, error) {
+			switch i {
+			case 1:
+				return 0, fmt.Errorf("task %d failed", i)
+			case 3:
+				panic("task 3")
+			}
+			return i * 10, nil
+		})
+	}
+	res, err := g.Wait()
+	fmt.Println(res)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, dispatcher.ErrTaskPanicked))
+	// Output:
+	// [0 0 20 0]
+	// task 1 failed
+	// dispatcher: task panicked: task 3
+	// true
+}
+
+// TryGo submits only when the dispatcher has room now.
+func ExampleGroup_TryGo() {
+	d, _ := dispatcher.New[int](dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+	defer d.Close(context.Background())
+
+	release, started := make(chan struct{}), make(chan struct{})
+	g := d.Group(context.Background())
+	g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil })
+	<-started
+	d.Stats() // the balancer has counted the busy worker's room by now
+	fmt.Println(g.TryGo(func(context.Context) (int, error) { return 2, nil }))
+	close(release)
+	fmt.Println(g.Wait())
+	// Output:
+	// false
+	// [1] <nil>
+}
+
+// A panic handler sees every task's panic with its stack, also of Go's
+// tasks, whose answers nobody reads.
+func ExampleWithPanicHandler() {
+	seen := make(chan any, 1)
+	d, _ := dispatcher.New[int](dispatcher.WithPanicHandler(func(pe *dispatcher.PanicError) {
+		seen <- pe.Value
+	}))
+	d.Go(context.Background(), func(context.Context) (int, error) { panic("lost otherwise") })
+	fmt.Println(<-seen)
+	d.Close(context.Background())
+	fmt.Println(d.Stats().Panics)
+	// Output:
+	// lost otherwise
+	// 1
+}
+
+// Resize grows or shrinks the worker set in one call; shrinking removes
+// the highest-index workers once they have finished their queues.
+func ExampleDispatcher_Resize() {
+	d, _ := dispatcher.New[int](dispatcher.WithWorkers(2))
+	defer d.Close(context.Background())
+
+	fmt.Println(d.Resize(4))
+	fmt.Println(d.Resize(1))
+	for _, w := range d.Stats().Workers {
+		fmt.Println(w.Index, w.Removed)
+	}
+	fmt.Println(errors.Is(d.Resize(0), dispatcher.ErrBadOption))
+	// Output:
+	// <nil>
+	// <nil>
+	// 0 false
+	// 1 true
+	// 2 true
+	// 3 true
+	// true
 }
 
 func ExampleDispatcher_Do() {

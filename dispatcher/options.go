@@ -25,6 +25,7 @@ type config struct {
 	strategy     strategies.Strategy
 	strategyName string
 	strategyOpts []strategies.Option
+	panicHandler func(*PanicError)
 	errs         []error
 
 	// set records which options were given, by name, so New can refuse a

@@ -24,8 +24,20 @@ type Stats struct {
 	Pending    int   // requests at workers now
 	Held       bool  // a request waits for its picked worker's room
 	Stalls     int64 // picks that found the worker full and waited
-	Replaced   int64 // worker goroutines replaced after a task's Goexit
+	Replaced   int64 // worker goroutines replaced after a task's (or a panic handler's) Goexit
 	Panics     int64 // tasks that panicked (answered with a *PanicError, or dropped for Go)
+	Goexits    int64 // tasks that called runtime.Goexit (answered with ErrTaskExited)
+	Canceled   int64 // requests answered with their context's error instead of running
+
+	// PanicHandlerFailures counts calls of the WithPanicHandler function
+	// that panicked or called runtime.Goexit (contained).
+	PanicHandlerFailures int64
+
+	// Queued is how many accepted requests wait in the intake for the
+	// balancer (the held one is not among them). Blocked is how many
+	// submitters wait for room in the intake; the channel engine does not
+	// count them (they block in a channel send) and reports -1.
+	Queued, Blocked int
 
 	// Pike's figure: the mean and standard deviation of pending across live
 	// workers, now and averaged over every balancer event of the run (the
@@ -58,6 +70,20 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		Stalls:     b.stalls,
 		Replaced:   b.links.replaced(),
 		Panics:     d.panics.Load(),
+		Goexits:    d.goexits.Load(),
+		Canceled:   d.canceled.Load(),
+
+		PanicHandlerFailures: d.handlerFailures.Load(),
+	}
+	if d.chans != nil {
+		s.Queued, s.Blocked = len(d.chans.reqs), -1
+	} else {
+		// The balancer's backlog is its own; the rest is under the lock.
+		in := &d.in
+		in.mu.Lock()
+		s.Queued = len(in.q) + len(d.rings.backlog) - d.rings.next
+		s.Blocked = len(in.waitq)
+		in.mu.Unlock()
 	}
 	var live int
 	var s1, s2 float64

@@ -75,9 +75,10 @@ func Serial(buf []byte, chunks, size int) [32]byte {
 	return out
 }
 
-// Parallel hashes the chunks on a dispatcher's workers. Each chunk is one
-// request; the digests are combined in chunk order, so the result equals
-// Serial's whatever the schedule.
+// Parallel hashes the chunks on a dispatcher's workers, one task per
+// chunk in one group. The group returns the digests in submission order,
+// so the combined result equals Serial's whatever the schedule; the first
+// failure (here only a cancellation) cancels the tasks not yet run.
 func Parallel(ctx context.Context, buf []byte, chunks, size, workers int) ([32]byte, error) {
 	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(workers))
 	if err != nil {
@@ -85,21 +86,19 @@ func Parallel(ctx context.Context, buf []byte, chunks, size, workers int) ([32]b
 	}
 	defer d.Close(context.Background())
 
-	futures := make([]*dispatcher.Future[[32]byte], chunks)
+	g := d.Group(ctx)
 	for i := range chunks {
 		chunk := buf[i*size : (i+1)*size]
-		f, err := d.Submit(ctx, func(context.Context) ([32]byte, error) { return sha256.Sum256(chunk), nil })
-		if err != nil {
-			return [32]byte{}, err
+		if err := g.Go(func(context.Context) ([32]byte, error) { return sha256.Sum256(chunk), nil }); err != nil {
+			break // the group's context ended: Wait reports why
 		}
-		futures[i] = f
+	}
+	digests, err := g.Wait()
+	if err != nil {
+		return [32]byte{}, err
 	}
 	h := sha256.New()
-	for _, f := range futures {
-		digest, err := f.Wait(ctx)
-		if err != nil {
-			return [32]byte{}, err
-		}
+	for _, digest := range digests {
 		h.Write(digest[:])
 	}
 	var out [32]byte

@@ -20,6 +20,15 @@ func TestParallelEqualsSerial(t *testing.T) {
 	require.Equal(t, Serial(buf, 64, 100), got)
 }
 
+// TestParallelCancelled: a cancelled context ends the fan-out with the
+// context's error instead of a wrong digest.
+func TestParallelCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Parallel(ctx, make([]byte, 64*100), 64, 100, 3)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
 func TestRunRejectsBadSizes(t *testing.T) {
 	require.Error(t, run(context.Background(), 0, 10, 2))
 }

@@ -1,0 +1,380 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrGroupDone: Go or TryGo on a Group whose Wait has returned. A Group
+// runs one batch; start another with Dispatcher.Group.
+var ErrGroupDone = errors.New("dispatcher: group already waited")
+
+// Group runs a batch of tasks on a dispatcher, as errgroup.WithContext or
+// pond's groups do, and collects their answers in submission order. Make
+// it with Dispatcher.Group; submit with Go (waits for room) or TryGo
+// (never waits); collect with Wait. Many groups may share one dispatcher:
+// their tasks meet in its intake like any other requests.
+//
+// By default the first task to fail cancels the group's context (tasks
+// receive it as their argument: queued ones then end without running,
+// running ones should return) and Wait returns that error. With
+// CollectErrors nothing is cancelled and Wait joins every error. A panic or
+// a runtime.Goexit in a task is that task's error (a *PanicError,
+// ErrTaskExited), never a crash; the dispatcher counts it as usual.
+//
+// A task may call TryGo on its own group (also while Wait waits). It should
+// not call Go on a group of its own dispatcher: if every worker waits for
+// room that only workers can make, nothing progresses (as with Do). Nor
+// may it call Wait on its own group, which would wait for itself. A Go
+// made outside the group's tasks belongs to the batch if it began before
+// Wait returned (Wait waits for it), and otherwise gets ErrGroupDone.
+//
+// Cost: no allocation per task beyond its result slot, which the group
+// allocates in chunks; Wait allocates the result slice.
+type Group[R any] struct {
+	d       *Dispatcher[R]
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	collect bool
+	bad     error   // why the group was refused at construction
+	run     Task[R] // g.runSlot as a value, made once: every slot shares it
+	first   atomic.Pointer[groupSlot[R]]
+
+	mu        sync.Mutex
+	wake      sync.Cond // Wait waits on it for submits in progress
+	chunks    []*groupChunk[R]
+	spare     []*groupSlot[R] // slots of refused TryGo calls, for reuse
+	count     int             // slots kept: the next kept slot's index
+	accepts   int             // slots the dispatcher accepted, ever
+	reserving int             // slots taken whose submit has not returned
+	waiting   bool            // Wait is in wake.Wait
+	finished  bool            // Wait has collected the results
+
+	waitMu sync.Mutex // one Wait collects; the others return its result
+	res    []R
+	err    error
+}
+
+// groupChunk is a run of slots that never moves (the dispatcher holds
+// pointers into it) and the channel its requests are answered on. The
+// channel holds one token per slot, so a worker's answer never blocks
+// even when nobody is in Wait yet.
+type groupChunk[R any] struct {
+	slots    []groupSlot[R]
+	used     int // slots handed out
+	accepted int // answers that will arrive on done
+	received int // answers Wait has taken
+	done     chan struct{}
+}
+
+// groupSlot is one task of a group: its request, answered by the
+// dispatcher's ordinary path (value, error, panic, Goexit, cancellation,
+// abandon), is the result slot. The slot is also the request's context:
+// the one shared Task value g.run finds its slot from the context it is
+// given, so no closure is allocated per task. It delegates to the group's
+// context, which is what the task itself receives.
+type groupSlot[R any] struct {
+	r     request[R]
+	g     *Group[R]
+	c     *groupChunk[R]
+	task  Task[R]
+	index int // position in Wait's result, or -1 while not kept
+}
+
+func (s *groupSlot[R]) Deadline() (time.Time, bool) { return s.g.ctx.Deadline() }
+func (s *groupSlot[R]) Done() <-chan struct{}       { return s.g.ctx.Done() }
+func (s *groupSlot[R]) Err() error                  { return s.g.ctx.Err() }
+func (s *groupSlot[R]) Value(key any) any           { return s.g.ctx.Value(key) }
+
+// Chunk sizes double from the first to the last: a group of three tasks
+// does not allocate a thousand slots, and a large one allocates rarely.
+const (
+	firstChunk = 8
+	lastChunk  = 1024
+)
+
+// GroupOption configures a Group.
+type GroupOption interface{ applyGroup(*groupConfig) }
+
+type groupConfig struct {
+	collect bool
+	err     error
+}
+
+type groupOptionFunc func(*groupConfig)
+
+func (f groupOptionFunc) applyGroup(c *groupConfig) { f(c) }
+
+// CollectErrors makes the group run every task whatever the others do, as
+// conc's WithErrors: a failure cancels nothing, and Wait returns every
+// error, in submission order, joined with errors.Join.
+func CollectErrors() GroupOption {
+	return groupOptionFunc(func(c *groupConfig) { c.collect = true })
+}
+
+// Group starts a group of tasks on d whose context derives from ctx. It is
+// a method, not a generic function, because the group's result type is
+// the dispatcher's. Bad input (a nil ctx or option, a Dispatcher not made
+// by New) does not panic: the group's context is cancelled with the error,
+// every Go returns it, TryGo reports false, and Wait returns it.
+func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R] {
+	g := &Group[R]{d: d}
+	g.wake.L = &g.mu
+	g.run = g.runSlot
+	var c groupConfig
+	for _, o := range opts {
+		if o == nil {
+			c.err = fmt.Errorf("%w: nil group option", ErrBadOption)
+			continue
+		}
+		o.applyGroup(&c)
+	}
+	g.collect = c.collect
+	switch {
+	case !d.made():
+		g.bad = ErrNotStarted
+	case ctx == nil:
+		g.bad = ErrNilContext
+	default:
+		g.bad = c.err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	if g.bad != nil {
+		g.cancel(g.bad)
+	}
+	return g
+}
+
+// Context returns the group's context: the one its tasks receive. It is
+// cancelled by the first failure (unless CollectErrors), when the parent
+// ends, and when Wait returns; context.Cause tells which first error it was.
+func (g *Group[R]) Context() context.Context { return g.ctx }
+
+// Go submits task, waiting for room while the dispatcher is full
+// (backpressure) until the group's context ends. It returns nil once the
+// task is accepted. Otherwise the task does not run and Go returns why
+// (ErrNilTask, ErrClosed, the context's error, ...); that refusal is also
+// the task's answer in Wait, so the i-th Go's result is Wait's i-th
+// whatever happens, and without CollectErrors it cancels the group if it
+// is the first failure. After Wait has returned, Go returns ErrGroupDone
+// and the task has no result.
+func (g *Group[R]) Go(task Task[R]) error { return g.submit(0, task, true) }
+
+// TryGo submits task if the dispatcher has room right now and reports
+// whether it did. A task not accepted (no room, the group's context
+// ended, the dispatcher closed, a nil task, Wait returned) has no result.
+func (g *Group[R]) TryGo(task Task[R]) bool { return g.submit(0, task, false) == nil }
+
+// KeyedGroup submits a group's tasks with a routing key, so affinity
+// strategies send equal keys to the same worker (see Dispatcher.Key).
+type KeyedGroup[R any] struct {
+	g   *Group[R]
+	key uint64
+}
+
+// Key returns a view of g whose tasks carry the routing key k.
+func (g *Group[R]) Key(k uint64) KeyedGroup[R] { return KeyedGroup[R]{g: g, key: k} }
+
+// Go is Group.Go with the view's key.
+func (k KeyedGroup[R]) Go(task Task[R]) error { return k.g.submit(k.key, task, true) }
+
+// TryGo is Group.TryGo with the view's key.
+func (k KeyedGroup[R]) TryGo(task Task[R]) bool { return k.g.submit(k.key, task, false) == nil }
+
+func (g *Group[R]) submit(key uint64, task Task[R], block bool) error {
+	s, err := g.reserve()
+	if err != nil {
+		return err
+	}
+	s.task = task
+	s.r.ctx, s.r.fn, s.r.key = s, g.run, key
+	err = g.bad
+	if err == nil {
+		err = g.d.check(g.ctx, task)
+	}
+	if err == nil {
+		// The request's context is the slot, but admission waits on the
+		// group's: the same context, without a method call per wake-up.
+		err = g.d.enqueue(g.ctx, &s.r, block)
+	}
+	g.settle(s, err, block)
+	return err
+}
+
+// reserve takes a slot for one submit.
+func (g *Group[R]) reserve() (*groupSlot[R], error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.finished {
+		return nil, ErrGroupDone
+	}
+	g.reserving++
+	if n := len(g.spare); n > 0 {
+		s := g.spare[n-1]
+		g.spare = g.spare[:n-1]
+		return s, nil
+	}
+	var c *groupChunk[R]
+	if n := len(g.chunks); n > 0 && g.chunks[n-1].used < len(g.chunks[n-1].slots) {
+		c = g.chunks[n-1]
+	} else {
+		size := firstChunk
+		if n > 0 {
+			size = min(2*len(g.chunks[n-1].slots), lastChunk)
+		}
+		c = &groupChunk[R]{slots: make([]groupSlot[R], size), done: make(chan struct{}, size)}
+		g.chunks = append(g.chunks, c)
+	}
+	s := &c.slots[c.used]
+	c.used++
+	s.g, s.c, s.index = g, c, -1
+	s.r.done = c.done
+	return s, nil
+}
+
+// settle records how a submit ended. A slot keeps its place (its index)
+// when the dispatcher accepted it, or when Go was refused; a refused TryGo
+// gives it back for the next submit.
+func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
+	g.mu.Lock()
+	g.reserving--
+	switch {
+	case err == nil:
+		s.index = g.count
+		g.count++
+		s.c.accepted++
+		g.accepts++
+	case keep:
+		s.index = g.count
+		g.count++
+		s.r.err = err // no answer will come: the refusal is the answer
+	default:
+		s.task, s.r.ctx, s.r.fn = nil, nil, nil
+		g.spare = append(g.spare, s)
+	}
+	if g.waiting && g.reserving == 0 {
+		g.wake.Broadcast()
+	}
+	g.mu.Unlock()
+	if err != nil && keep {
+		g.failed(s, err)
+	}
+}
+
+// runSlot is every group request's task: it runs the slot's task with the
+// group's context and reports a failure at once, so the group is cancelled
+// while the others still run, not when Wait looks. Panics and Goexits are
+// reported by the dispatcher's containment (see Dispatcher.panicked).
+func (g *Group[R]) runSlot(ctx context.Context) (R, error) {
+	s := ctx.(*groupSlot[R])
+	v, err := s.task(g.ctx)
+	if err != nil {
+		g.failed(s, err)
+	}
+	return v, err
+}
+
+// failed notes that s failed with err as it happened: the first such
+// failure is the group's error and, unless the group collects errors,
+// cancels its context with err as the cause.
+func (g *Group[R]) failed(s *groupSlot[R], err error) {
+	if !g.collect && g.first.CompareAndSwap(nil, s) {
+		g.cancel(err)
+	}
+}
+
+// Wait waits for every task submitted before it (and those the tasks
+// submit meanwhile) and returns their values in submission order, with
+// the zero value for a task that failed or never ran. Its error is the
+// first failure, or with CollectErrors every error joined in submission
+// order; nil when every task succeeded. Wait then cancels the group's
+// context, as errgroup does. Later calls return the same slice and error.
+func (g *Group[R]) Wait() ([]R, error) {
+	g.waitMu.Lock()
+	defer g.waitMu.Unlock()
+	if g.finished {
+		return g.res, g.err
+	}
+	g.mu.Lock()
+	for {
+		gen := g.accepts
+		// chunks may grow while the lock is released: index, not range.
+		for i := 0; i < len(g.chunks); i++ {
+			c := g.chunks[i]
+			for c.received < c.accepted {
+				g.mu.Unlock()
+				<-c.done
+				g.mu.Lock()
+				c.received++
+			}
+		}
+		if g.reserving > 0 {
+			g.waiting = true
+			g.wake.Wait()
+			g.waiting = false
+			continue
+		}
+		if g.accepts == gen {
+			break
+		}
+	}
+	g.finished = true
+	chunks, count := g.chunks, g.count
+	g.chunks, g.spare = nil, nil
+	g.mu.Unlock()
+
+	g.res, g.err = g.results(chunks, count)
+	g.cancel(nil)
+	return g.res, g.err
+}
+
+// results reads every kept slot once all are answered.
+func (g *Group[R]) results(chunks []*groupChunk[R], count int) ([]R, error) {
+	res := make([]R, count)
+	var errs []error
+	if g.collect {
+		errs = make([]error, count)
+	}
+	var firstErr error
+	firstAt := count
+	for _, c := range chunks {
+		for i := range c.used {
+			s := &c.slots[i]
+			if s.index < 0 {
+				continue
+			}
+			res[s.index] = s.r.res
+			if s.r.err == nil {
+				continue
+			}
+			if errs != nil {
+				errs[s.index] = s.r.err
+			}
+			if s.index < firstAt {
+				firstAt, firstErr = s.index, s.r.err
+			}
+		}
+	}
+	switch {
+	case g.bad != nil:
+		return res, g.bad
+	case g.collect:
+		return res, errors.Join(errs...)
+	}
+	if s := g.first.Load(); s != nil {
+		// The failure that cancelled the group, not the cancellations it
+		// caused in the tasks queued before it.
+		return res, s.r.err
+	}
+	// Only failures the group did not see happen (a request answered
+	// without running: the parent context ended, Close gave up, a strategy
+	// picked no worker): the first in submission order.
+	return res, firstErr
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/pool"
@@ -35,7 +36,8 @@ type channels[R any] struct {
 	fence   sync.RWMutex
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
-	goReqs sync.Pool // finished Go requests, reused by the next Go
+	goReqs  sync.Pool    // finished Go requests, reused by the next Go
+	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
 }
 
 func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
@@ -122,7 +124,10 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	}
 	// Safe to block: the balancer receives whenever it can place a request,
 	// ctx's end returns the request to the caller unsent, and Close closes
-	// closing before it waits for the fence.
+	// closing before it waits for the fence. Counted only here, on the
+	// path that waits anyway.
+	e.blocked.Add(1)
+	defer e.blocked.Add(-1)
 	select {
 	case e.reqs <- r:
 		return nil

@@ -35,8 +35,7 @@ type Stats struct {
 
 	// Queued is how many accepted requests wait in the intake for the
 	// balancer (the held one is not among them). Blocked is how many
-	// submitters wait for room in the intake; the channel engine does not
-	// count them (they block in a channel send) and reports -1.
+	// submitters wait for room in the intake.
 	Queued, Blocked int
 
 	// Pike's figure: the mean and standard deviation of pending across live
@@ -76,7 +75,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}
 	if d.chans != nil {
-		s.Queued, s.Blocked = len(d.chans.reqs), -1
+		s.Queued, s.Blocked = len(d.chans.reqs), int(d.chans.blocked.Load())
 	} else {
 		// The balancer's backlog is its own; the rest is under the lock.
 		in := &d.in

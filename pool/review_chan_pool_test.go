@@ -1,0 +1,62 @@
+package pool_test
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/pool"
+	"github.com/gobalancer/balancer/worker"
+)
+
+// TestReviewChanPoolRemoveThenStop: a pool of channel workers (whose Close
+// closes a channel, so a second Close panics): Remove then Stop closes each
+// worker once, Goexit replacements are owned by the pool's Wait, and
+// Replaced counts removed workers' replacements too.
+func TestReviewChanPoolRemoveThenStop(t *testing.T) {
+	done := make(chan int, 64)
+	var ran atomic.Int64
+	cfg := worker.Config[int]{
+		Depth: 4,
+		Run: func(item int, count func()) {
+			if item < 0 {
+				runtime.Goexit()
+			}
+			ran.Add(1)
+			count()
+		},
+		Panicked: func(int, any, []byte) {},
+		Exited:   func(int) {},
+	}
+	p := pool.New(3, func(i int, spawn func(func())) *worker.Chan[int] {
+		c := cfg
+		c.Spawn = spawn
+		return worker.NewChan(c, i, done)
+	})
+	p.Worker(1).Send(-1) // Goexit: replaced
+	p.Worker(1).Send(5)
+	require.NoError(t, p.Remove(1))
+	p.Worker(0).Send(-1)
+	p.Worker(2).Send(7)
+	require.NotPanics(t, p.Stop, "Stop after Remove closes the removed worker again")
+	waited := make(chan struct{})
+	go func() { p.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pool.Wait did not return")
+	}
+	require.Equal(t, int64(2), ran.Load(), "items queued before Remove and Stop run")
+	require.Equal(t, int64(2), p.Replaced())
+	require.Len(t, done, 4, "one completion message per item, Goexit included")
+	for i := range 3 {
+		select {
+		case <-p.Worker(i).Stopped():
+		default:
+			t.Fatalf("worker %d not stopped after Wait", i)
+		}
+	}
+}

@@ -304,7 +304,14 @@ func (d *Dispatcher[R]) exec(f func() error) error {
 	if d.life.Load() != lifeOpen {
 		return ErrClosed
 	}
-	return d.call(f)
+	// Checked again on the balancer: Close may have fenced the intake
+	// between the check above and f's turn.
+	return d.call(func() error {
+		if d.life.Load() != lifeOpen {
+			return ErrClosed
+		}
+		return f()
+	})
 }
 
 // call runs f on the balancer goroutine, also while it drains after Close.

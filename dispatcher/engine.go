@@ -56,6 +56,7 @@ func ParseEngine(s string) (Engine, error) {
 // WithEngine selects the engine (default DefaultEngine).
 func WithEngine(e Engine) Option {
 	return optionFunc(func(c *config) {
+		c.given("WithEngine")
 		if e != Channels && e != Rings {
 			c.bad("unknown engine %d (want Channels or Rings)", int(e))
 			return

@@ -144,7 +144,8 @@ func WithIntakeBuffer(n int) Option {
 // user: s must not be shared. Its members must be the workers 0..n-1: a
 // strategy with a Len() int method whose Len differs from the worker count
 // is refused, as is a nil one (also a typed nil) and WithStrategyName
-// beside it.
+// beside it. WithWeights beside it sets each member's weight with
+// SetWeight, so s must then be a strategies.Dynamic.
 func WithStrategy(s strategies.Strategy) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithStrategy")
@@ -219,6 +220,19 @@ func (c *config) plan() error {
 		}
 		if l, ok := c.strategy.(interface{ Len() int }); ok && l.Len() != c.workers {
 			return fmt.Errorf("%w: WithStrategy has %d members but there are %d workers", ErrBadOption, l.Len(), c.workers)
+		}
+		if c.weights != nil {
+			// The weights must reach the strategy too, or the dispatcher and
+			// the strategy disagree on who may be picked.
+			dyn, ok := c.strategy.(strategies.Dynamic)
+			if !ok {
+				return fmt.Errorf("%w: WithWeights beside WithStrategy needs a strategy that takes weights (strategies.Dynamic); build the strategy over those weights and drop WithWeights", ErrBadOption)
+			}
+			for i, w := range c.weights {
+				if err := dyn.SetWeight(i, w); err != nil {
+					return fmt.Errorf("%w: WithWeights: worker %d: %w", ErrBadOption, i, err)
+				}
+			}
 		}
 	}
 	return nil

@@ -64,7 +64,6 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 		{"explicit rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithCompletionBuffer(4)}},
 		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
 		{"default engine", []dispatcher.Option{dispatcher.WithCompletionBuffer(1)}},
-		{"channels then rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithCompletionBuffer(1), dispatcher.WithEngine(dispatcher.Rings)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := dispatcher.New[int](tc.opts...)

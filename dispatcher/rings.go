@@ -81,11 +81,17 @@ func (e *rings[R]) send(i int, r *request[R]) {
 	}
 }
 
-func (e *rings[R]) takeBack(i int) (*request[R], bool) { return e.pool.Worker(i).TryTake() }
-func (e *rings[R]) add() int                           { return e.pool.Add() }
-func (e *rings[R]) remove(i int)                       { _ = e.pool.Remove(i) }
-func (e *rings[R]) busy(i int) time.Duration           { return e.pool.Worker(i).Busy() }
-func (e *rings[R]) replaced() int64                    { return e.pool.Replaced() }
+// takeBack publishes what this turn sent first: a request sent but not yet
+// published is invisible to TryTake, and would reach its worker after the
+// abandon (a held request re-picked in the same turn, say).
+func (e *rings[R]) takeBack(i int) (*request[R], bool) {
+	e.publish()
+	return e.pool.Worker(i).TryTake()
+}
+func (e *rings[R]) add() int                 { return e.pool.Add() }
+func (e *rings[R]) remove(i int)             { _ = e.pool.Remove(i) }
+func (e *rings[R]) busy(i int) time.Duration { return e.pool.Worker(i).Busy() }
+func (e *rings[R]) replaced() int64          { return e.pool.Replaced() }
 
 func (e *rings[R]) recycle(r *request[R]) {
 	r.ctx, r.fn = nil, nil

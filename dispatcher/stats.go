@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -53,7 +54,11 @@ func (d *Dispatcher[R]) Stats() Stats {
 		return s // nothing was ever dispatched
 	}
 	if err := d.call(func() error { d.reap(); s = d.snapshot(); return nil }); err != nil {
-		return *d.final.Load() // stopped: the final snapshot is set
+		// Stopped: the final snapshot is set. Each caller gets its own
+		// Workers, as from a live dispatcher.
+		s = *d.final.Load()
+		s.Workers = slices.Clone(s.Workers)
+		return s
 	}
 	return s
 }

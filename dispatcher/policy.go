@@ -73,6 +73,7 @@ type slot struct {
 
 	busySeen time.Duration // the worker's busy time when last accounted
 	per      time.Duration // the last mean duration per task, for Done
+	unbilled int           // completions since busySeen last moved
 }
 
 func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth int, weights []int) {
@@ -161,17 +162,20 @@ func (b *balancer[R]) send(i int, r *request[R]) {
 	b.pend.sample(b.live)
 }
 
-// account bills worker i's busy time since it was last read to the n
-// tasks reported with it: busy time is published per run of tasks, not per
-// task (the clock was a sixth of the CPU of empty tasks), so a change is
-// spread over the tasks it covers, and a run still open keeps the last
-// mean.
+// account bills worker i's busy time to the completions it covers. Busy
+// time is published per run of tasks, not per task (the clock was a sixth
+// of the CPU of empty tasks), so completions reported before their run's
+// time is published keep the last mean, and a change is spread over every
+// completion since the previous change, however many reports (one per
+// message on the channel engine, one per reap on rings) carried them.
 func (b *balancer[R]) account(i, n int) {
 	s := &b.w[i]
+	s.unbilled += n
 	if busy := b.links.busy(i); busy != s.busySeen {
-		s.per = (busy - s.busySeen) / time.Duration(n)
+		s.per = (busy - s.busySeen) / time.Duration(s.unbilled)
 		s.busy += int64(busy - s.busySeen)
 		s.busySeen = busy
+		s.unbilled = 0
 	}
 }
 

@@ -36,6 +36,7 @@ type channels[R any] struct {
 	fence   sync.RWMutex
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
+	gate    tryGate      // TrySubmit at a zero intake buffer
 	goReqs  sync.Pool    // finished Go requests, reused by the next Go
 	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
 }
@@ -49,6 +50,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		closing: make(chan struct{}),
 	}
 	e.goReqs.New = func() any { return &request[R]{async: true} }
+	e.gate.init(true) // every worker is empty, and some weight is positive
 	cfg := d.workerConfig(depth)
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request[R]] {
 		c := cfg
@@ -106,6 +108,9 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 		return nil
 	default:
 		if !block {
+			if cap(e.reqs) == 0 {
+				return e.try(r)
+			}
 			return ErrBusy
 		}
 	}
@@ -179,6 +184,9 @@ func (d *Dispatcher[R]) balanceChannels() {
 		// Past open the intake is fenced: what is buffered is all there is.
 		if b.seen >= lifeDraining && len(e.reqs) == 0 && b.drained() {
 			break
+		}
+		if cap(e.reqs) == 0 {
+			e.gate.set(b.canTake() && b.seen == lifeOpen)
 		}
 		if e.poll() {
 			idle = 0

@@ -16,8 +16,11 @@ func (d *Dispatcher[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], err
 	return d.submit(ctx, 0, fn, true)
 }
 
-// TrySubmit is Submit that never blocks: it returns ErrBusy when there is
-// no room for the request right now.
+// TrySubmit is Submit that never waits for room: it returns ErrBusy when
+// there is no room for the request right now. With a zero intake buffer
+// on the channel engine, "room" is a worker with room and no request
+// waiting, and TrySubmit waits for the balancer to receive the request
+// (microseconds) while that holds.
 func (d *Dispatcher[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
 	return d.submit(ctx, 0, fn, false)
 }

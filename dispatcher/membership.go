@@ -11,29 +11,12 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 	}
 	var idx int
 	err := d.exec(func() error {
-		b := &d.b
-		if b.dyn == nil {
+		if d.b.dyn == nil {
 			return ErrNotDynamic
 		}
-		i, err := b.dyn.Add(weight)
-		if err != nil {
-			return fmt.Errorf("%w: %w", ErrBadOption, err)
-		}
-		j := b.links.add()
-		b.w = append(b.w, slot{weight: weight})
-		b.live++
-		if weight > 0 {
-			b.room++
-		}
-		if i != j {
-			// A strategy given by value whose indices do not follow the
-			// workers': undo, so nothing is ever sent to a wrong index.
-			_ = b.dyn.Remove(i)
-			d.removeLocked(j)
-			return fmt.Errorf("%w: strategy added member %d for worker %d", ErrBadOption, i, j)
-		}
-		idx = i
-		return nil
+		var err error
+		idx, err = d.addLocked(weight)
+		return err
 	})
 	return idx, err
 }

@@ -37,7 +37,7 @@ func (d *Dispatcher[R]) Resize(n int) error {
 			return fmt.Errorf("%w: Resize(%d) × queue depth %d exceeds MaxBuffer (%d)", ErrBadOption, n, b.depth, MaxBuffer)
 		}
 		for b.live < n {
-			if err := d.addLocked(1); err != nil {
+			if _, err := d.addLocked(1); err != nil {
 				return err
 			}
 		}
@@ -89,13 +89,16 @@ func (d *Dispatcher[R]) shrinkLocked(n int) error {
 }
 
 // addLocked starts a worker of the given weight on the balancer goroutine
-// (AddWorker's steps; AddWorker itself goes through the control channel,
-// which the balancer cannot call into).
-func (d *Dispatcher[R]) addLocked(weight int) error {
+// and returns its index (AddWorker and Resize). Indices are never reused,
+// so the limits count every worker ever started.
+func (d *Dispatcher[R]) addLocked(weight int) (int, error) {
 	b := &d.b
+	if n := len(b.w) + 1; n > MaxWorkers || n > MaxBuffer/b.depth {
+		return 0, fmt.Errorf("%w: worker %d would pass MaxWorkers (%d) or MaxBuffer (%d) queued requests", ErrBadOption, n-1, MaxWorkers, MaxBuffer)
+	}
 	i, err := b.dyn.Add(weight)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrBadOption, err)
+		return 0, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	j := b.links.add()
 	b.w = append(b.w, slot{weight: weight})
@@ -108,7 +111,7 @@ func (d *Dispatcher[R]) addLocked(weight int) error {
 		// nothing is ever sent to a wrong index.
 		_ = b.dyn.Remove(i)
 		d.removeLocked(j)
-		return fmt.Errorf("%w: strategy added member %d for worker %d", ErrBadOption, i, j)
+		return 0, fmt.Errorf("%w: strategy added member %d for worker %d", ErrBadOption, i, j)
 	}
-	return nil
+	return i, nil
 }

@@ -13,9 +13,11 @@ import (
 // spare list (workers free, the submitter reuses: a sync.Pool paid a steal
 // from another P on most gets; 151 -> 130 ns per batch task in 12
 // interleaved runs, f88b1fa); a Go request on the channel engine through a
-// sync.Pool (no ring to return it on). Submit's request is its Future. The worker writes res and
-// err, then signals done as its very last touch of the request, so the
-// requester may reuse it as soon as it has received from done.
+// sync.Pool (no ring to return it on). Submit's request is its Future.
+//
+// The worker writes res and err, then signals done as its very last touch
+// of the request, so the requester may reuse it as soon as it has
+// received from done.
 type request[R any] struct {
 	ctx    context.Context
 	fn     Task[R]

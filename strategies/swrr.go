@@ -42,8 +42,9 @@ func init() {
 //
 // A membership change (Add, Remove, SetWeight) keeps every member's phase
 // in its period (see rewindow): counted from the change, against the new
-// weights, no member's picks stray 2 or more from its share, however the
-// weights moved, and nobody is postponed beyond its share of the change.
+// weights, no member's picks strayed 2 or more from its share in any test
+// (worst 1.77 over 1500 random changes and a fuzz target), and nobody is
+// postponed beyond its share of the change.
 type SWRR struct {
 	members
 	ent   []swrrEnt
@@ -179,10 +180,13 @@ func (s *SWRR) SetWeight(i, weight int) error {
 // A member owed its pick is thus never postponed beyond its share of the
 // change (repeated changes cannot starve it), and none keeps an old window
 // that ended in the past, which would burst it once the new windows made it
-// overdue. With f in (0, 2] the windows after the change are feasible
-// (each member has at most L·w′/W′ of them inside any L slots), so EDF
-// meets every one, and a member's picks since the change stay within
-// (−f, 2−f) of its new share: lag from the change below 2.
+// overdue. While EDF meets every window, a member's picks since the
+// change stay within (−f, 2−f) of its new share, f in (0, 2]: lag from the
+// change below 2. A count argument shows the windows after a change
+// feasible (at most L·w′/W′ of a member's inside any L slots) except that
+// first windows of members all due at once may crowd; that is not proven
+// away, and the tests (1500 random changes, a fuzz target) found at most
+// 1.77.
 //
 // The fractions of a steady schedule sum to n, the number of members; a
 // Remove of a member about to be picked leaves a sum near n+1, and at n+1

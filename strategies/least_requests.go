@@ -23,10 +23,14 @@ func init() {
 // than half a pick behind the clock, and ties go to the lowest midpoint
 // start + ⌊2^40/w⌋/2. A member back from being busy therefore resumes its
 // turn instead of catching up in a burst. A change of weight keeps a
-// member's place in its turn (rephase): counted from any change, against
-// the new weights, the tie order's lag stays below 2.5 (below 2 in 1500
-// random changes; the order itself reaches 2.24 counted from an arbitrary
-// pick of a run without changes, which is why the bound is not 2).
+// member's place in its turn (rephase), and a newcomer's first turn is
+// spread by its index, so a change brings no burst (a raise went to 25.4
+// picks off the share, an Add before the first pick to 83). There is no
+// bound like swrr's: the order has no windows, and shows a lag of up to
+// 2.24 counted from arbitrary picks of runs without any change; after
+// random changes, members that come and go leave the turns unevenly
+// spread, and the lag counted from a change reached 3.4 in about 15 000 random
+// sequences.
 //
 // Pick and Done cost O(log n) and allocate nothing: a pick of an idle
 // member is one one-word sift, its Done one short climb back (about 940
@@ -188,13 +192,23 @@ func (s *LeastRequests) Pending(i int) int {
 
 // Add adds a member. It starts with nothing pending, so it takes picks until
 // its load matches the others', as a fresh worker should; among ties its
-// first turn comes half of one after the last pick's, not ahead of everyone.
+// first turn comes within one of the last pick's, not ahead of everyone.
 func (s *LeastRequests) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
 	}
-	s.ent = append(s.ent, lrEnt{start: s.now})
+	// The first turn comes u of one after the last pick's, u the golden
+	// ratio sequence of the index (Weyl): members added together, one as
+	// heavy as the other, would otherwise share one turn and be served
+	// back to back, 2.6 picks ahead of their share beside a heavy member.
+	e := lrEnt{start: s.now}
+	if weight > 0 {
+		inv := uint64(1<<40) / uint64(weight)
+		u, _ := bits.Mul64(uint64(i)*0x9e3779b97f4a7c15, inv)
+		e.start = s.now + u - min(s.now+u, inv/2)
+	}
+	s.ent = append(s.ent, e)
 	if bits.Len(uint(i)) > int(s.idxBit) {
 		s.resplit() // the index takes one more bit of the idle keys
 	}
@@ -252,8 +266,9 @@ func (s *LeastRequests) rephase(start, from, to uint64) uint64 {
 	} else {
 		d, _ = bits.Div64(hi, lo, from)
 	}
+	mid = s.now - min(d, s.now)
 	if ahead {
-		return s.now + min(d, 1<<62) - to/2
+		mid = s.now + min(d, 1<<62)
 	}
-	return s.now - min(d, s.now-min(s.now, to/2)) - to/2
+	return mid - min(mid, to/2)
 }

@@ -44,7 +44,20 @@ func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error
 
 // Keyed submits requests carrying a routing key, which affinity strategies
 // (consistent-hash, bounded-hash) use to send equal keys to the same worker.
-// Requests with one key reach that worker in submission order per requester.
+//
+// Under consistent-hash, requests with one key go to one worker while the
+// workers stay the same, and one requester's requests with a key run in
+// the order it submitted them: the balancer takes requests in order and a
+// worker runs its queue in order. Adding, removing or re-weighting a
+// worker may move the key; requests still queued at its old worker may
+// then run after the first ones at the new.
+//
+// Under bounded-hash a key goes to that worker only while the worker is
+// under its load bound; when it is at the bound, the request goes on to
+// another worker and may run before earlier requests of its key. So a key
+// submitted faster than it is served spreads over several workers, and
+// its requests keep their order only when the requester waits for each
+// answer before submitting the next (Do, or Submit then Wait).
 type Keyed[R any] struct {
 	d   *Dispatcher[R]
 	key uint64

@@ -45,3 +45,56 @@ func BenchmarkPick(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMembership measures one round of membership calls at n members
+// of weight 1..100: Add, SetWeight of the newcomer to 200 times the largest
+// weight and back (for the rings each of these two rebuilds the ring: the
+// average weight moves more than 2×), then Remove. ns/op is the round of 4
+// calls, so no call costs more than it. The strategy is rebuilt, untimed,
+// every 64 rounds, since removed indices are never reused.
+//
+//	go test -run '^$' -bench 'BenchmarkMembership/.*/n=100$' -benchtime 200ms ./strategies/
+func BenchmarkMembership(b *testing.B) {
+	for _, name := range Names() {
+		for _, n := range []int{100} {
+			b.Run(fmt.Sprintf("strategy=%s/n=%d", name, n), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(2, uint64(n)))
+				w := make([]int, n)
+				for i := range w {
+					w[i] = 1 + r.IntN(100)
+				}
+				var d Dynamic
+				b.ReportAllocs()
+				b.ResetTimer()
+				for k := range b.N {
+					if k%64 == 0 {
+						b.StopTimer()
+						s, err := New(name, w)
+						if err != nil {
+							b.Fatal(err)
+						}
+						d = s.(Dynamic)
+						for j := range 3 * n {
+							d.Done(d.Pick(uint64(j)), 0)
+						}
+						b.StartTimer()
+					}
+					x := 1 + k%100
+					i, err := d.Add(x)
+					if err == nil {
+						err = d.SetWeight(i, 200*100)
+					}
+					if err == nil {
+						err = d.SetWeight(i, x)
+					}
+					if err == nil {
+						err = d.Remove(i)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

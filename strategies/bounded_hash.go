@@ -19,6 +19,20 @@ func init() {
 // bound. c is WithLoadFactor (default 1.25, must be > 1). Pick counts
 // pending until Done.
 //
+// Affinity is kept only under the bound, and so is order: while a key's
+// owner is at its bound, the key's next request goes to another member,
+// where it may be served before the earlier ones still pending at the
+// owner. One hot key submitted faster than it is served therefore spreads
+// over every member, in no particular order. Requests of one key keep
+// their order only when each is sent after the previous one completed;
+// consistent-hash keeps a key on its member whatever the load.
+//
+// The ring is consistent-hash's, with its points per member and its
+// rebuilds (see ConsistentHash): a round of Add, two rebuilding SetWeight
+// and Remove at 100 members takes 1.06 ms (1.05–1.07 ms, Intel Xeon, 2
+// cores, 2026-12-01:
+// go test -run '^$' -bench 'BenchmarkMembership/strategy=bounded-hash/n=100$' -benchtime 200ms -count 5 ./strategies/).
+//
 // Pick costs O(1) expected plus a walk of expected length O(1/(c−1)²) when
 // the owner is full, and allocates nothing. Not safe for concurrent use.
 type BoundedHash struct {
@@ -96,7 +110,7 @@ func (s *BoundedHash) Add(weight int) (int, error) {
 		return 0, err
 	}
 	s.pending = append(s.pending, 0)
-	return i, s.ring.set(i, weight)
+	return i, s.ring.change(&s.members, i, weight, true)
 }
 
 // Remove removes member i; its pending requests no longer count.
@@ -106,7 +120,7 @@ func (s *BoundedHash) Remove(i int) error {
 	}
 	s.sum -= s.pending[i]
 	s.pending[i] = 0
-	return s.ring.set(i, 0)
+	return s.ring.change(&s.members, i, 0, false)
 }
 
 // SetWeight changes i's weight and its share of the ring.
@@ -114,5 +128,5 @@ func (s *BoundedHash) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
-	return s.ring.set(i, weight)
+	return s.ring.change(&s.members, i, weight, weight > 0)
 }

@@ -15,9 +15,23 @@ func init() {
 // mean. Keys are mixed with splitmix64's finalizer first, so sequential ids
 // spread over the ring.
 //
+// Members added or re-weighted later get points at the ring's scale, so
+// Add moves only keys to the newcomer and SetWeight only keys to or from
+// that member; Remove and SetWeight(i, 0) move only the leaving member's
+// keys. When Add or SetWeight takes the average weight so far from the
+// scale that a member of average weight would hold more than twice or less
+// than half of WithVirtualNodes, the ring is rebuilt at a fresh scale, as
+// building it anew would: keys then move between the members that stay.
+// Growing a ring by Add thus costs what building it does, within 2×.
+//
 // Pick costs O(1) expected through a bucket index over the sorted ring
 // (O(log n) worst case would need a pathological hash) and allocates
-// nothing; memory is 8 bytes a point. A membership change costs O(points).
+// nothing; memory is 8 bytes a point. A membership change, rebuild
+// included, costs O(points): at 100 members of weight 1..100, a round of
+// Add, two SetWeight that each rebuild and Remove takes 1.06 ms, so no
+// call takes more than about 0.5 ms (1.05–1.10 ms, Intel Xeon, 2 cores,
+// 2026-12-01:
+// go test -run '^$' -bench 'BenchmarkMembership/strategy=consistent-hash/n=100$' -benchtime 200ms -count 5 ./strategies/).
 // Not safe for concurrent use.
 type ConsistentHash struct {
 	members
@@ -57,7 +71,7 @@ func (s *ConsistentHash) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return i, s.ring.set(i, weight)
+	return i, s.ring.change(&s.members, i, weight, true)
 }
 
 // Remove removes member i; only its keys move.
@@ -65,7 +79,7 @@ func (s *ConsistentHash) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
-	return s.ring.set(i, 0)
+	return s.ring.change(&s.members, i, 0, false)
 }
 
 // SetWeight changes i's weight: it gains or loses points, and only the keys
@@ -74,5 +88,5 @@ func (s *ConsistentHash) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
-	return s.ring.set(i, weight)
+	return s.ring.change(&s.members, i, weight, weight > 0)
 }

@@ -179,3 +179,98 @@ func TestHashRingBucketIndex(t *testing.T) {
 		require.Equal(t, want, r.lookup(h), "hash %x", h)
 	}
 }
+
+// ringOf returns the ring of an affinity strategy.
+func ringOf(s Strategy) *hashRing {
+	switch s := s.(type) {
+	case *ConsistentHash:
+		return &s.ring
+	case *BoundedHash:
+		return &s.ring
+	}
+	panic("not a ring strategy")
+}
+
+// The growth: 50 members of weight 1000 added to a ring of one of
+// weight 1 took 3.3 M points (1.36 s); they must take no more than twice
+// what building the same ring at once gives, and every Add that did not
+// rebuild must move keys only to the newcomer.
+func TestRingGrowthByAddCostsWhatBuildingDoes(t *testing.T) {
+	for _, name := range []string{"consistent-hash", "bounded-hash"} {
+		t.Run(name, func(t *testing.T) {
+			s, err := New(name, []int{1})
+			require.NoError(t, err)
+			d, r := s.(Dynamic), ringOf(s)
+			ks := keys(5000, 6)
+			rebuilds := 0
+			for range 50 {
+				before := make([]int, len(ks))
+				for k, key := range ks {
+					before[k] = s.Pick(key)
+					s.Done(before[k], 0)
+				}
+				scale := r.scale
+				i, err := d.Add(1000)
+				require.NoError(t, err)
+				if r.scale != scale {
+					rebuilds++
+					continue
+				}
+				for k, key := range ks {
+					after := s.Pick(key)
+					s.Done(after, 0)
+					if after != before[k] {
+						require.Equal(t, i, after, "key %d moved between old members", k)
+					}
+				}
+			}
+			w := append([]int{1}, make([]int, 50)...)
+			for i := range 50 {
+				w[i+1] = 1000
+			}
+			built, err := New(name, w)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(r.pts), 2*len(ringOf(built).pts))
+			assert.LessOrEqual(t, rebuilds, 2)
+			require.NoError(t, d.SetWeight(3, 500))
+			assert.LessOrEqual(t, len(r.pts), 2*len(ringOf(built).pts))
+		})
+	}
+}
+
+// Remove and SetWeight(i, 0) never rebuild, even when they take the
+// average weight far from the ring's scale: only the leaving member's keys
+// move.
+func TestRingRemoveNeverRebuilds(t *testing.T) {
+	w := []int{1, 1, 1, 1, 1000, 1000, 1000}
+	s, err := NewConsistentHash(w)
+	require.NoError(t, err)
+	ks := keys(20000, 7)
+	for _, leave := range []int{4, 5, 6} {
+		before := make([]int, len(ks))
+		for k, key := range ks {
+			before[k] = s.Pick(key)
+		}
+		scale := s.ring.scale
+		if leave == 5 {
+			require.NoError(t, s.SetWeight(leave, 0))
+		} else {
+			require.NoError(t, s.Remove(leave))
+		}
+		require.Equal(t, scale, s.ring.scale, "rebuilt on leaving %d", leave)
+		for k, key := range ks {
+			if after := s.Pick(key); before[k] != leave {
+				require.Equal(t, before[k], after, "key %d moved off member %d", k, before[k])
+			} else {
+				require.NotEqual(t, leave, after)
+			}
+		}
+	}
+	// The average weight is now 1 where the scale was set for 429: the next
+	// Add rebuilds at 160 points a member.
+	_, err = s.Add(1)
+	require.NoError(t, err)
+	for i := range 4 {
+		assert.InDelta(t, 160, s.ring.count[i], 1)
+	}
+}

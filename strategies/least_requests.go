@@ -22,7 +22,15 @@ func init() {
 // has a virtual start that advances by ⌊2^40/w⌋ per pick and is never more
 // than half a pick behind the clock, and ties go to the lowest midpoint
 // start + ⌊2^40/w⌋/2. A member back from being busy therefore resumes its
-// turn instead of catching up in a burst.
+// turn instead of catching up in a burst. A change of weight keeps a
+// member's place in its turn (rephase), and a newcomer's first turn is
+// spread by its index, so a change brings no burst (a raise went to 25.4
+// picks off the share, an Add before the first pick to 83). There is no
+// bound like swrr's: the order has no windows, and shows a lag of up to
+// 2.24 counted from arbitrary picks of runs without any change; after
+// random changes, members that come and go leave the turns unevenly
+// spread, and the lag counted from a change reached 3.4 in about 15 000 random
+// sequences.
 //
 // Pick and Done cost O(log n) and allocate nothing: a pick of an idle
 // member is one one-word sift, its Done one short climb back (about 940
@@ -37,6 +45,7 @@ type LeastRequests struct {
 	h    dheap // members with requests pending, or all of them when merged
 	idle kheap // members with nothing pending, by one word (lr_idle.go)
 	vt   uint64
+	now  uint64 // midpoint of the last pick: where the tie order stands
 
 	split      bool   // idle members are in idle, not in h
 	base       uint64 // idle keys hold midpoint − base
@@ -79,6 +88,18 @@ func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
 			e.start = 1<<40 + q - e.inv/2
 		}
 	}
+	// The clock starts at the first turn, the lowest midpoint, not at 0: a
+	// member added before the first pick starts there, and from 0 it would
+	// take every pick until its turns reached the others' (83 picks in a
+	// row for a member of weight 87 beside 26 others). No midpoint is below
+	// it, so catchUp raises nobody and ties go as from 0.
+	s.vt = 1 << 41
+	for i := range s.ent {
+		if e := &s.ent[i]; m.eligible(i) {
+			s.vt = min(s.vt, e.start+e.inv/2)
+		}
+	}
+	s.now = s.vt
 	s.resplit()
 	return s, nil
 }
@@ -113,6 +134,7 @@ func (s *LeastRequests) take(i int) (uint64, uint64) {
 	e.pending++
 	st := s.catchUp(e)
 	s.vt = max(s.vt, st)
+	s.now = st + e.inv/2
 	e.start = st + e.inv
 	return e.keys()
 }
@@ -156,6 +178,7 @@ func (s *LeastRequests) rebase() {
 		e.start = max(e.start, d) - d
 	}
 	s.vt -= d
+	s.now = max(s.now, d) - d
 	s.resplit()
 }
 
@@ -168,14 +191,24 @@ func (s *LeastRequests) Pending(i int) int {
 }
 
 // Add adds a member. It starts with nothing pending, so it takes picks until
-// its load matches the others', as a fresh worker should; among ties it
-// starts at the current virtual time, not ahead of everyone.
+// its load matches the others', as a fresh worker should; among ties its
+// first turn comes within one of the last pick's, not ahead of everyone.
 func (s *LeastRequests) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
 	}
-	s.ent = append(s.ent, lrEnt{start: s.vt})
+	// The first turn comes u of one after the last pick's, u the golden
+	// ratio sequence of the index (Weyl): members added together, one as
+	// heavy as the other, would otherwise share one turn and be served
+	// back to back, 2.6 picks ahead of their share beside a heavy member.
+	e := lrEnt{start: s.now}
+	if weight > 0 {
+		inv := uint64(1<<40) / uint64(weight)
+		u, _ := bits.Mul64(uint64(i)*0x9e3779b97f4a7c15, inv)
+		e.start = s.now + u - min(s.now+u, inv/2)
+	}
+	s.ent = append(s.ent, e)
 	if bits.Len(uint(i)) > int(s.idxBit) {
 		s.resplit() // the index takes one more bit of the idle keys
 	}
@@ -205,8 +238,37 @@ func (s *LeastRequests) SetWeight(i, weight int) error {
 func (s *LeastRequests) sync(i int) {
 	if s.eligible(i) {
 		e := &s.ent[i]
-		e.inv = (1 << 40) / uint64(s.weight[i])
+		inv := (1 << 40) / uint64(s.weight[i])
+		if e.inv != 0 && e.inv != inv {
+			e.start = s.rephase(e.start, e.inv, inv)
+		}
+		e.inv = inv
 		e.start = s.catchUp(e)
 	}
 	s.place(i)
+}
+
+// rephase moves a start from a member's old period to its new one keeping
+// its phase: the distance of its next midpoint from the last pick's, as a
+// fraction of the period, is the same. Kept as is, a start a whole old turn
+// ahead would hold back a member whose weight was raised for that old turn
+// (a burst of the others), and one behind would let a lowered member catch
+// up at its new rate.
+func (s *LeastRequests) rephase(start, from, to uint64) uint64 {
+	mid := start + from/2
+	d, ahead := mid-s.now, mid >= s.now
+	if !ahead {
+		d = s.now - mid
+	}
+	hi, lo := bits.Mul64(d, to)
+	if hi >= from {
+		d = 1 << 62 // beyond any start the clock could reach before a rebase
+	} else {
+		d, _ = bits.Div64(hi, lo, from)
+	}
+	mid = s.now - min(d, s.now)
+	if ahead {
+		mid = s.now + min(d, 1<<62)
+	}
+	return mid - min(mid, to/2)
 }

@@ -38,7 +38,11 @@ type BatchDone interface {
 
 // Dynamic is a Strategy whose membership can change at runtime. Each change
 // keeps the algorithm's state sensible: no burst towards a new member and no
-// reset that starves anyone.
+// reset that starves anyone. swrr bounds it: counted from a change, a
+// member's picks stay within 2 of its share of them by the new weights
+// (MaxLag of those picks against the new weights is below 2 in every
+// test). least-requests keeps each member's place in its turn but has no
+// such bound (see LeastRequests).
 type Dynamic interface {
 	Strategy
 	// Add adds a member with the given weight and returns its index.

@@ -39,6 +39,12 @@ func init() {
 // allocates nothing: about 790 instructions and 55 ns at 10 000 members of
 // weight 1..100. A membership change costs O(n), and so does moving the
 // keys' base, once in at least 3W picks. Not safe for concurrent use.
+//
+// A membership change (Add, Remove, SetWeight) keeps every member's phase
+// in its period (see rewindow): counted from the change, against the new
+// weights, no member's picks strayed 2 or more from its share in any test
+// (worst 1.98 over about 15 000 random sequences of changes), and nobody is
+// postponed beyond its share of the change.
 type SWRR struct {
 	members
 	ent   []swrrEnt
@@ -166,11 +172,32 @@ func (s *SWRR) SetWeight(i, weight int) error {
 	return nil
 }
 
-// rewindow recomputes every window for the current weights, keeping each
-// member's place: an open window keeps its start (the member is still owed
-// its pick; its end moves to start + W/w), a window not yet open keeps its
-// distance from now scaled by W'/W, and a new member opens now. Nobody is
-// reset to the front, so nobody is favoured or starved by a change.
+// rewindow recomputes every window for the current weights. Each member
+// keeps its phase: the distance from now to its next exact deadline, as a
+// fraction f of its period W/w, is the same fraction of its new period
+// W′/w′, and its window opens at the floor of that deadline less one new
+// period (now at the earliest); a newcomer gets f = 1, a window opening now.
+// A member owed its pick is thus never postponed beyond its share of the
+// change (repeated changes cannot starve it), and none keeps an old window
+// that ended in the past, which would burst it once the new windows made it
+// overdue. While EDF meets every window, a member's picks since the
+// change stay within (−f, 2−f) of its new share, f in (0, 2]: lag from the
+// change below 2. A count argument shows the windows after a change
+// feasible (at most L·w′/W′ of a member's inside any L slots) except that
+// first windows of members all due at once may crowd; that is not proven
+// away, and about 15 000 random sequences of changes found at most 1.98.
+//
+// The fractions of a fresh schedule sum to n, the number of members, and
+// picks keep the sum. A Remove changes it by up to one: of a member about
+// to be picked it leaves a sum near n+1, and at n+1 every window could open
+// later than now, so the clock would skip idle slots and members run ahead
+// of their share counted in picks; of one just picked, near n−1, and then
+// more windows end soon than there are slots before them (a heavy member
+// fell 2.005 behind). So the carried fractions are brought back to sum n:
+// the parts above 1 shrink in proportion when the sum is over, the parts
+// below 1 when it is under (a member due soon is postponed by its share of
+// the excess at most: by its part of one pick in all). Rounding each up to
+// a multiple of 1/w′ then adds less than n/W′ ≤ 1.
 func (s *SWRR) rewindow() {
 	oldW, newW := s.sumW, uint64(s.total)
 	for len(s.ent) < len(s.weight) {
@@ -187,6 +214,7 @@ func (s *SWRR) rewindow() {
 	}
 	s.pk.grow(len(s.weight) - 1)
 	s.elig.grow(len(s.weight) - 1)
+	above, below := s.phaseBalance(oldW)
 	base := s.t
 	for i := range s.weight {
 		if !s.eligible(i) {
@@ -194,19 +222,30 @@ func (s *SWRR) rewindow() {
 			continue
 		}
 		e := &s.ent[i]
-		switch {
-		case !s.on[i]:
-			e.start = s.t
-		case e.start > s.t && oldW != newW:
-			d := min(e.start-s.t, oldW)
-			hi, lo := bits.Mul64(d, newW)
-			q, _ := bits.Div64(hi, lo, oldW) // d ≤ oldW, so q ≤ newW
-			e.start = s.t + q
+		w := uint64(s.weight[i])
+		phi := newW // f·W′, the next deadline's distance in units of 1/w′
+		if s.on[i] && oldW > 0 {
+			num := min(s.phase(i), 2*oldW)
+			if num > oldW {
+				num = oldW + uint64(float64(num-oldW)*above)
+			} else {
+				num = oldW - uint64(float64(oldW-num)*below)
+			}
+			hi, lo := bits.Mul64(num, newW)
+			q, r := bits.Div64(hi, lo, oldW) // num ≤ 2·oldW: q ≤ 2·newW
+			if r != 0 {
+				q++
+			}
+			phi = max(q, 1)
 		}
 		s.on[i] = true
-		e.w = uint64(s.weight[i])
-		e.stepQ, e.stepR = newW/e.w, newW%e.w
-		e.endQ, e.endR = e.start+e.stepQ, e.stepR
+		e.w = w
+		e.stepQ, e.stepR = newW/w, newW%w
+		e.endQ, e.endR = s.t+phi/w, phi%w
+		e.start = s.t
+		if phi > newW {
+			e.start += (phi - newW) / w
+		}
 		if e.start <= s.t {
 			base = min(base, e.end())
 		}
@@ -227,6 +266,45 @@ func (s *SWRR) rewindow() {
 	}
 	s.pk.init()
 	s.elig.init()
+}
+
+// phase returns (d − t)·w for member i's next exact deadline d: its
+// distance from now as a fraction of its period, times W. It is positive,
+// since no deadline was missed.
+func (s *SWRR) phase(i int) uint64 {
+	e := &s.ent[i]
+	if e.endQ < s.t || e.endQ == s.t && e.endR == 0 {
+		return 1 // cannot happen while EDF meets every deadline; due now
+	}
+	return (e.endQ-s.t)*e.w + e.endR
+}
+
+// phaseBalance returns the factors that bring the carried fractions of
+// the members that stay eligible (newcomers count 1) to sum their number:
+// for the parts above 1 and for the parts below 1, each 1 but one.
+func (s *SWRR) phaseBalance(oldW uint64) (above, below float64) {
+	if oldW == 0 {
+		return 1, 1
+	}
+	var over, under float64 // Σ(f−1)⁺ and Σ(1−f)⁺, in units of 1/oldW
+	for i := range s.weight {
+		if !s.eligible(i) || !s.on[i] {
+			continue
+		}
+		switch f := min(s.phase(i), 2*oldW); {
+		case f > oldW:
+			over += float64(f - oldW)
+		case f < oldW:
+			under += float64(oldW - f)
+		}
+	}
+	switch {
+	case over > under:
+		return 1 - (over-under)/over, 1
+	case under > over:
+		return 1, 1 - (under-over)/under
+	}
+	return 1, 1
 }
 
 // check verifies the heaps and the wheel; tests call it.

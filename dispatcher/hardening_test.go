@@ -36,7 +36,7 @@ func TestContradictoryOptions(t *testing.T) {
 		{"worker buffer MaxInt", []dispatcher.Option{dispatcher.WithWorkerBuffer(math.MaxInt)}, []string{"worker buffer"}},
 		{"worker buffer 1<<62", []dispatcher.Option{dispatcher.WithWorkerBuffer(1 << 62)}, []string{"worker buffer"}},
 		{"worker buffer 1<<40", []dispatcher.Option{dispatcher.WithWorkerBuffer(1 << 40)}, []string{"worker buffer"}},
-		{"queues too large together", []dispatcher.Option{dispatcher.WithWorkers(1 << 10), dispatcher.WithWorkerBuffer(1 << 20)}, []string{"MaxBuffer"}},
+		{"queues too large together", []dispatcher.Option{dispatcher.WithWorkers(1 << 10), dispatcher.WithWorkerBuffer(1 << 12)}, []string{"MaxBuffer"}},
 		{"intake MaxInt", []dispatcher.Option{dispatcher.WithIntakeBuffer(math.MaxInt)}, []string{"intake buffer"}},
 		{"completion MaxInt", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithCompletionBuffer(math.MaxInt)}, []string{"completion buffer"}},
 		{"workers MaxInt", []dispatcher.Option{dispatcher.WithWorkers(math.MaxInt)}, []string{"workers"}},

@@ -49,10 +49,12 @@ func (c *config) given(name string) {
 const (
 	// MaxWorkers is the most workers a dispatcher runs.
 	MaxWorkers = 1 << 16
-	// MaxBuffer is the largest worker, intake or completion buffer, and the
-	// most requests all worker queues together may hold (workers × (worker
-	// buffer + 1)).
-	MaxBuffer = 1 << 24
+	// MaxBuffer bounds the intake and completion buffers (at most
+	// MaxBuffer), the worker buffer (below MaxBuffer) and the requests all
+	// worker queues together may hold (workers × (worker buffer + 1), at
+	// most MaxBuffer). At the limit a dispatcher's queues take about 40 MB
+	// (the rings engine keeps a ring and a return ring per worker).
+	MaxBuffer = 1 << 20
 )
 
 func defaults() config {

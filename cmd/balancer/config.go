@@ -65,7 +65,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.strategy, "strategy", strategies.Default, "strategy, one of: "+strings.Join(strategies.Names(), ", "))
 	weights := fs.String("weights", "", "worker weights, e.g. 100,100,66 (sets -workers to their count; default all 1)")
 	speeds := fs.String("speeds", "", "relative worker speeds from 0.01 to 10^6, e.g. 1,1,0.5: a request costs -work/speed of CPU\non that worker (default all 1)")
-	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs, below 2^24\n(and all queues together at most 2^24); the demo's default, 16, is not the\nlibrary's (63); a list such as 0,15,63 measures each value in interleaved -rounds")
+	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs, below 2^20\n(and all queues together at most 2^20); the demo's default, 16, is not the\nlibrary's (63); a list such as 0,15,63 measures each value in interleaved -rounds")
 	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
 	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: workers × (worker buffer + 1), a slot per\npending request); a list such as 0,64 measures each value in interleaved -rounds")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request, at most 1s (a busy loop, not a sleep)")

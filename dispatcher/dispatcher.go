@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gobalancer/balancer/strategies"
 	"github.com/gobalancer/balancer/worker"
@@ -54,6 +55,7 @@ type Dispatcher[R any] struct {
 	wake    chan struct{} // capacity 1
 	ctl     chan func()
 	onPanic func(*PanicError) // WithPanicHandler
+	lat     *latency          // sampled task run times (Stats.Latency)
 
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
@@ -143,6 +145,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
 		onPanic: c.panicHandler,
+		lat:     new(latency),
 	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	var l links[R]
@@ -205,7 +208,8 @@ func (d *Dispatcher[R]) wakeBalancer() {
 
 // run is the worker side of a request: answer without running when the
 // dispatcher abandoned it or its requester's context ended while queued.
-// count comes before the answer so Stats, read after an answer, has it.
+// count comes before the answer so Stats, read after an answer, has it,
+// and so does the timed run's record.
 func (d *Dispatcher[R]) run(r *request[R], count func()) {
 	if d.life.Load() >= lifeAbandoning {
 		count()
@@ -218,11 +222,24 @@ func (d *Dispatcher[R]) run(r *request[R], count func()) {
 		d.replyErr(r, err)
 		return
 	}
+	// One draw decides both the sample (low bits) and the yield (high
+	// bits): rand.Uint32 is per-thread state, where a counter per worker
+	// would need the engines to build a Run per worker. Only a sampled
+	// task reads the clock.
+	x := rand.Uint32()
+	sampled := x%LatencySampleEvery == 0
+	var start time.Time
+	if sampled {
+		start = time.Now()
+	}
 	v, err := r.fn(r.ctx)
+	if sampled {
+		d.lat.record(time.Since(start))
+	}
 	count()
 	waited := !r.async
 	d.reply(r, v, err)
-	if waited && rand.Uint32()%yieldOneIn == 0 {
+	if waited && (x>>16)%yieldOneIn == 0 {
 		// Fairness: the answer readied the requester into this P's runnext
 		// slot, and a requester → balancer → worker → requester chain of
 		// runnext hand-offs can keep other runnable requesters waiting for

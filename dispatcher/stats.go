@@ -44,6 +44,9 @@ type Stats struct {
 	// run's deviation is the root of the mean variance).
 	PendingMean, PendingStdDev       float64
 	RunPendingMean, RunPendingStdDev float64
+
+	// Latency: percentiles of the tasks' run times, from a sample.
+	Latency LatencyStats
 }
 
 // Stats returns a snapshot taken by the balancer goroutine, or the final
@@ -58,8 +61,11 @@ func (d *Dispatcher[R]) Stats() Stats {
 		// Workers, as from a live dispatcher.
 		s = *d.final.Load()
 		s.Workers = slices.Clone(s.Workers)
-		return s
 	}
+	// Read here, not on the balancer goroutine, which would stop
+	// dispatching for the histogram's pass: workers record a run before
+	// they count it, so a run answered before this call is in it.
+	s.Latency = d.lat.stats()
 	return s
 }
 

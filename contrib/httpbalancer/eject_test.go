@@ -11,14 +11,14 @@ import (
 )
 
 // fakeProxy is a proxy over n unreachable targets on a clock the test moves.
-func fakeProxy(t *testing.T, n int, opts ...Option) (*Proxy, *time.Time) {
+func fakeProxy(t *testing.T, strategy string, n int, opts ...Option) (*Proxy, *time.Time) {
 	t.Helper()
 	var us []*url.URL
 	for i := range n {
 		u, _ := url.Parse("http://127.0.0.1:" + string(rune('1'+i)))
 		us = append(us, u)
 	}
-	s, err := strategies.New("least-pending", strategies.Equal(n))
+	s, err := strategies.New(strategy, strategies.Equal(n))
 	require.NoError(t, err)
 	p, err := New(us, s, opts...)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func (p *Proxy) drainedCount() int {
 // the last backend cannot be drained and is skipped instead, and the 502
 // says why each one is out.
 func TestEjectDrainsAndRestores(t *testing.T) {
-	p, now := fakeProxy(t, 3, WithEjectFor(time.Second))
+	p, now := fakeProxy(t, "least-pending", 3, WithEjectFor(time.Second))
 	p.ejectIndex(1)
 	require.Equal(t, 1, p.drainedCount())
 	for range 30 {
@@ -80,7 +80,7 @@ func TestEjectDrainsAndRestores(t *testing.T) {
 // time, up to the cap; a success of a request picked after the ejection
 // resets it, one picked before does not.
 func TestEjectBackoff(t *testing.T) {
-	p, now := fakeProxy(t, 2, WithEjectFor(time.Second), WithEjectMax(5*time.Second))
+	p, now := fakeProxy(t, "least-pending", 2, WithEjectFor(time.Second), WithEjectMax(5*time.Second))
 	b := p.byIndex[0]
 	var got []time.Duration
 	for range 5 {
@@ -103,7 +103,7 @@ func TestEjectBackoff(t *testing.T) {
 // TestEject5xx: consecutive 5xx eject at the threshold; an answer below 500
 // in between starts the count again.
 func TestEject5xx(t *testing.T) {
-	p, now := fakeProxy(t, 2, WithEject5xx(3))
+	p, now := fakeProxy(t, "least-pending", 2, WithEject5xx(3))
 	b := p.byIndex[0]
 	a := &attempt{b: b, start: *now}
 	five := func() { p.eject(a, errors.New("status 503"), true) }
@@ -140,4 +140,49 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 	_, err := s.Quantile(1.5)
 	require.ErrorIs(t, err, ErrQuantile)
+}
+
+// TestReadmissionKeepsKeys: ejection is weight 0, not removal, so a
+// consistent-hash backend gets its own keys back when it is re-admitted,
+// and only its keys moved while it was out.
+func TestReadmissionKeepsKeys(t *testing.T) {
+	p, now := fakeProxy(t, "consistent-hash", 4)
+	owners := func() []int {
+		var o []int
+		for k := range uint64(200) {
+			a, err := p.pick(strategies.StringKey(string(rune(k))), 0, nil)
+			require.NoError(t, err)
+			p.done(a, false)
+			o = append(o, a.b.i)
+		}
+		return o
+	}
+	before := owners()
+	p.ejectIndex(2)
+	out := owners()
+	for k, o := range before {
+		if o != 2 {
+			require.Equal(t, o, out[k], "key %d moved off a serving backend", k)
+		}
+		require.NotEqual(t, 2, out[k])
+	}
+	*now = now.Add(time.Second)
+	require.Equal(t, before, owners())
+}
+
+// TestRemoveBesideEjected: removing the only serving backend while the
+// other is drained by its ejection is allowed (the strategy, which refuses
+// to lose its last positive member, gets the drained one's weight back
+// first); requests get 502 until the ejection is over.
+func TestRemoveBesideEjected(t *testing.T) {
+	p, now := fakeProxy(t, "least-pending", 2)
+	p.ejectIndex(1)
+	require.NoError(t, p.Remove(p.byIndex[0].url))
+	_, err := p.pick(0, 0, nil)
+	require.ErrorIs(t, err, ErrNoBackend)
+	require.Contains(t, err.Error(), "127.0.0.1:2 ejected for 1s more")
+	*now = now.Add(time.Second)
+	a, err := p.pick(0, 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, a.b.i)
 }

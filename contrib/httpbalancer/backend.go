@@ -13,7 +13,7 @@ import (
 type backend struct {
 	i       int // member index in the strategy
 	url     *url.URL
-	weight  int  // the user's weight; -1: unknown (a static strategy's own)
+	weight  int  // the user's weight; -1: unknown (a strategy without Weight)
 	removed bool // by Remove; kept until its requests in flight finish
 	drained bool // set to weight 0 in the strategy while out of service
 
@@ -26,9 +26,9 @@ type backend struct {
 	checks, failed uint64
 
 	// Passive ejection: out until ejectedUntil. ejections counts the ones
-	// since the last success, for the doubling; lastEject is when the
-	// current one ended, so that a success of a request picked before it
-	// does not reset the doubling.
+	// since the last success, for the doubling; a success of a request
+	// picked before ejectedUntil (in flight when it failed) does not count,
+	// or a flapping backend would never see its time grow.
 	ejectedUntil time.Time
 	ejections    int
 	totalEjects  uint64
@@ -146,11 +146,11 @@ func (p *Proxy) succeeded(a *attempt) {
 
 // sync drains b from the strategy (weight 0) while it is out of service,
 // and gives it its weight back when it serves again; the caller recounts
-// (countOut) after its changes. A dead backend answers
-// fastest, so without the drain it would attract every pick of a load-aware
-// strategy. The strategy refuses to drain its last positive member; pick
-// skips that one instead. Re-admission goes through Dynamic.SetWeight from
-// 0 to the weight: the seam for a strategy's slow start. Called with mu held.
+// (countOut) after its changes. A dead backend answers fastest, so without
+// the drain it would attract every pick of a load-aware strategy. The
+// strategy refuses to drain its last positive member; pick skips that one
+// instead. Re-admission goes through Dynamic.SetWeight from 0 to the
+// weight: the seam for a strategy's slow start. Called with mu held.
 func (p *Proxy) sync(b *backend, now time.Time) {
 	in := b.serving(now)
 	switch {

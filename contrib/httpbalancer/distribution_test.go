@@ -1,6 +1,7 @@
 package httpbalancer_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,12 +20,22 @@ func needStrategy(t *testing.T, name string) {
 
 // TestDistribution reproduces the shape of skipper's leastRequests
 // experiment (backends of 1, 5, 10 and 25 s took 4299/927/478/296 of the
-// requests) at millisecond scale: 1000 requests from 16 concurrent clients
-// to backends of 4, 20, 40 and 100 ms (skipper's seconds times 4 ms, so the
-// proxy's own overhead, a few ms under -race on a busy machine, does not
-// flatten the 1:5:10:25 ratio).
+// requests) at millisecond scale: 1000 requests from 16, then 64,
+// concurrent clients to backends of 4, 20, 40 and 100 ms (skipper's seconds
+// times 4 ms, so the proxy's own overhead, a few ms under -race on a busy
+// machine, does not flatten the 1:5:10:25 ratio). At 64 callers the
+// load-aware strategies would keep about 16 requests on each backend, 5 360
+// a second in all, which the one process here (clients, proxy, backends)
+// cannot serve on 2 cores: the wait for CPU adds to every backend's latency
+// and flattens the split (docs/beyond.md has the figures).
 func TestDistribution(t *testing.T) {
-	const requests, conc = 1000, 16
+	for _, conc := range []int{16, 64} {
+		t.Run(fmt.Sprintf("%d callers", conc), func(t *testing.T) { distribution(t, conc) })
+	}
+}
+
+func distribution(t *testing.T, conc int) {
+	const requests = 1000
 	ctx := guard(t, 25*time.Second)
 	bs := startBackends(t, 4*time.Millisecond, 20*time.Millisecond, 40*time.Millisecond, 100*time.Millisecond)
 
@@ -36,15 +47,19 @@ func TestDistribution(t *testing.T) {
 		res := load(ctx, client(t), proxy.URL, http.MethodGet, requests, conc)
 		require.Equal(t, map[int]int{http.StatusOK: requests}, res.status, "bodies %v, errors %v", res.bodies, res.netErrs)
 		c := counts(bs)
-		t.Logf("%s: %v (4, 20, 40, 100 ms)", strategy, c)
+		t.Logf("%s, %d callers: %v (4, 20, 40, 100 ms)", strategy, conc, c)
 		return c
 	}
 
-	t.Run("round-robin", func(t *testing.T) {
-		for _, n := range run(t, "round-robin", nil) {
-			require.InDelta(t, requests/4, n, 1)
-		}
-	})
+	// The weighted splits do not depend on the callers; they run once.
+	fixed := conc == 16
+	if fixed {
+		t.Run("round-robin", func(t *testing.T) {
+			for _, n := range run(t, "round-robin", nil) {
+				require.InDelta(t, requests/4, n, 1)
+			}
+		})
+	}
 	for _, name := range []string{"least-pending", "least-requests", "latency"} {
 		t.Run(name, func(t *testing.T) {
 			needStrategy(t, name)
@@ -52,11 +67,19 @@ func TestDistribution(t *testing.T) {
 			// skipper's shape: the fastest takes the most by far, each
 			// slower backend fewer. (How steep depends on how many requests
 			// are in flight at the backends, which the proxy's CPU bounds
-			// here; docs/beyond.md has measured runs.)
+			// here; docs/beyond.md has measured runs.) At 64 callers the CPU
+			// flattens it to about 45/27/18/10 % under -race: only the order holds.
+			if !fixed {
+				require.True(t, c[0] > c[1] && c[1] > c[2] && c[2] > c[3], "slower, fewer: %v", c)
+				return
+			}
 			require.Greater(t, 2*c[0], 3*c[1], "4 ms vs 20 ms: %v", c)
 			require.Greater(t, c[1], c[3], "20 ms vs 100 ms: %v", c)
 			require.Greater(t, c[0], 3*c[3], "4 ms vs 100 ms: %v", c)
 		})
+	}
+	if !fixed {
+		return
 	}
 	t.Run("swrr", func(t *testing.T) {
 		needStrategy(t, "swrr")

@@ -97,15 +97,20 @@ type result struct {
 
 // load sends n requests from conc concurrent clients; a POST carries a body.
 func load(ctx context.Context, c *http.Client, target, method string, n, conc int) result {
+	var next atomic.Int64
+	return drive(ctx, c, target, method, conc, func() bool { return next.Add(1) <= int64(n) })
+}
+
+// drive sends requests from conc concurrent clients while more says so.
+func drive(ctx context.Context, c *http.Client, target, method string, conc int, more func() bool) result {
 	res := result{status: map[int]int{}, bodies: map[string]int{}}
 	var (
-		next atomic.Int64
-		mu   sync.Mutex
-		wg   sync.WaitGroup
+		mu sync.Mutex
+		wg sync.WaitGroup
 	)
 	for range conc {
 		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
+			for more() {
 				var body io.Reader
 				if method == http.MethodPost {
 					body = strings.NewReader("payload")
@@ -133,6 +138,85 @@ func load(ctx context.Context, c *http.Client, target, method string, n, conc in
 	}
 	wg.Wait()
 	return res
+}
+
+// background is load that runs until finish, for tests that change the
+// backends while requests flow.
+type background struct {
+	stop chan struct{}
+	out  chan result
+	sent atomic.Int64
+}
+
+func startLoad(ctx context.Context, c *http.Client, target string, conc int) *background {
+	bg := &background{stop: make(chan struct{}), out: make(chan result, 1)}
+	go func() {
+		bg.out <- drive(ctx, c, target, http.MethodGet, conc, func() bool {
+			select {
+			case <-bg.stop:
+				return false
+			default:
+				bg.sent.Add(1)
+				return ctx.Err() == nil
+			}
+		})
+	}()
+	return bg
+}
+
+func (bg *background) finish() result {
+	close(bg.stop)
+	return <-bg.out
+}
+
+// requireAnswered: every request got 200, or a 502 whose body says why.
+func requireAnswered(t *testing.T, res result) {
+	t.Helper()
+	require.Empty(t, res.netErrs, "every request gets an HTTP answer")
+	for code := range res.status {
+		require.Contains(t, []int{http.StatusOK, http.StatusBadGateway}, code, "statuses %v", res.status)
+	}
+	for b := range res.bodies {
+		require.True(t, strings.HasPrefix(b, "httpbalancer: "), "a 502 names its reason: %q", b)
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test at ctx's end.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, context.Cause(ctx))
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// newProxy serves a Proxy over targets with the named strategy; cleanup
+// closes the server, then the proxy (its health checks).
+func newProxy(t *testing.T, targets []*url.URL, strategy string, weights []int, opts ...httpbalancer.Option) (*httpbalancer.Proxy, *httptest.Server) {
+	t.Helper()
+	if weights == nil {
+		weights = strategies.Equal(len(targets))
+	}
+	s, err := strategies.New(strategy, weights)
+	require.NoError(t, err)
+	p, err := httpbalancer.New(targets, s, opts...)
+	require.NoError(t, err)
+	srv := httptest.NewServer(p)
+	t.Cleanup(func() { srv.Close(); require.NoError(t, p.Close()) })
+	return p, srv
+}
+
+// statsOf returns the Stats entry of target, and whether it is there.
+func statsOf(p *httpbalancer.Proxy, target *url.URL) (httpbalancer.BackendStats, bool) {
+	for _, s := range p.Stats() {
+		if s.URL == target.String() {
+			return s, true
+		}
+	}
+	return httpbalancer.BackendStats{}, false
 }
 
 func counts(bs []*backend) []int64 {

@@ -7,10 +7,18 @@
 // the end or closed), and then reported with its latency (Strategy.Done), so
 // least-pending, least-requests and latency see every request in flight.
 //
-// When a backend fails (connection refused, reset, no answer) the proxy
-// ejects it for a while and, when replaying is safe, retries the request once
-// on another backend; otherwise the client gets 502 Bad Gateway with a
-// message that starts with "httpbalancer:". No request is dropped silently.
+// Backends can be added, removed and re-weighted while the proxy serves
+// (Add, Remove, SetWeight, SetBackends) when the strategy is
+// strategies.Dynamic. A backend leaves traffic while it is ejected: passively
+// after it failed (a connection error at once, or consecutive 5xx answers),
+// for a time that doubles at each ejection, or actively when its health
+// checks fail (WithHealthCheck). Stats reports each backend's counters and
+// latency histogram.
+//
+// When a backend fails before answering, the proxy retries the request once
+// on another backend when replaying is safe; otherwise the client gets 502
+// Bad Gateway with a message that starts with "httpbalancer:". No request is
+// dropped silently.
 package httpbalancer
 
 import (
@@ -29,34 +37,47 @@ import (
 // Sentinel errors. Callers test them with errors.Is.
 var (
 	// ErrNoBackend: every backend is ejected, or the strategy picked an
-	// index that is not a backend. The client gets 502.
+	// index that is not a backend. The client gets 502 with the reasons.
 	ErrNoBackend = errors.New("httpbalancer: no backend available")
 	// ErrBackend wraps the transport error of a backend that failed.
 	ErrBackend = errors.New("httpbalancer: backend failed")
 	// ErrConfig: New was given no targets, a nil strategy or a bad option.
 	ErrConfig = errors.New("httpbalancer: bad configuration")
+	// ErrHealthCheck: a HealthCheck field is out of range. It matches
+	// ErrConfig too.
+	ErrHealthCheck = fmt.Errorf("%w: health check", ErrConfig)
+	// ErrNotDynamic: membership and weight changes need a
+	// strategies.Dynamic strategy.
+	ErrNotDynamic = errors.New("httpbalancer: strategy is not dynamic")
+	// ErrUnknownBackend: no backend has that URL.
+	ErrUnknownBackend = errors.New("httpbalancer: unknown backend")
+	// ErrDuplicateBackend: a backend with that URL is already a member.
+	ErrDuplicateBackend = errors.New("httpbalancer: duplicate backend")
+	// ErrClosed: the proxy was closed; requests get 502.
+	ErrClosed = errors.New("httpbalancer: proxy closed")
 )
 
 // Proxy forwards each request to the backend its strategy picks.
 //
-// Safe for concurrent use: the strategy (not safe itself) is guarded by one
-// mutex, held only for a Pick or a Done (tens of nanoseconds for the
-// strategies package's, against the tens of microseconds of a proxied round
-// trip on loopback). The Proxy owns the strategy; the caller must not use
-// it after New.
+// Safe for concurrent use: the strategy (not safe itself) and the backends'
+// state are guarded by one mutex, held only for a Pick or a Done and their
+// bookkeeping (well under a microsecond, against the tens of microseconds
+// of a proxied round trip on loopback), or for a membership change. The
+// Proxy owns the strategy; the caller must not use it after New.
 type Proxy struct {
-	targets []*url.URL
-	cfg     config
-	rp      *httputil.ReverseProxy
-	tr      http.RoundTripper
+	cfg config
+	rp  *httputil.ReverseProxy
+	tr  http.RoundTripper
 
-	mu       sync.Mutex
-	s        strategies.Strategy
-	dyn      strategies.Dynamic // s, when it can drain a member; else nil
-	weigher  weigher            // s, when it tells a member's weight; else nil
-	ejected  []time.Time        // backend i is skipped until ejected[i]
-	drained  []int              // weight to restore on backend i drained by eject; 0: not drained
-	nDrained int
+	mu      sync.Mutex
+	s       strategies.Strategy
+	dyn     strategies.Dynamic // s, when it can change membership; else nil
+	weigher weigher            // s, when it tells a member's weight; else nil
+	byIndex []*backend         // strategy member index → backend (nil: none)
+	byURL   map[string]*backend
+	nOut    int // members not serving or drained: restore has work
+	closed  bool
+	checks  sync.WaitGroup // health-check goroutines
 }
 
 // weigher is implemented by the strategies package's weighted strategies.
@@ -65,7 +86,8 @@ type weigher interface{ Weight(i int) int }
 var _ http.Handler = (*Proxy)(nil)
 
 // New returns a proxy over targets, whose member i is targets[i] in s (build
-// s with one weight per target, e.g. strategies.New(name, weights)).
+// s with one weight per target, e.g. strategies.New(name, weights)). With
+// WithHealthCheck, New starts the checks; Close stops them.
 func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, error) {
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%w: no targets", ErrConfig)
@@ -73,25 +95,29 @@ func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, err
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil strategy", ErrConfig)
 	}
-	for i, t := range targets {
-		if t == nil || t.Scheme == "" || t.Host == "" {
-			return nil, fmt.Errorf("%w: target %d is not an absolute URL: %v", ErrConfig, i, t)
-		}
-	}
-	p := &Proxy{targets: targets, cfg: defaults(), s: s,
-		ejected: make([]time.Time, len(targets)), drained: make([]int, len(targets))}
-	p.dyn, _ = s.(strategies.Dynamic)
-	p.weigher, _ = s.(weigher)
-	if p.weigher == nil {
-		p.dyn = nil // cannot restore the weight it would drain
-	}
+	p := &Proxy{cfg: defaults(), s: s, byURL: map[string]*backend{}}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&p.cfg)
 		}
 	}
-	if p.cfg.ejectFor < 0 {
-		return nil, fmt.Errorf("%w: negative ejection time %v", ErrConfig, p.cfg.ejectFor)
+	if err := p.cfg.validate(); err != nil {
+		return nil, err
+	}
+	p.dyn, _ = s.(strategies.Dynamic)
+	p.weigher, _ = s.(weigher)
+	for i, t := range targets {
+		if err := checkURL(t); err != nil {
+			return nil, fmt.Errorf("target %d: %w", i, err)
+		}
+		w := -1 // unknown: the strategy was built with it
+		if p.weigher != nil {
+			w = p.weigher.Weight(i)
+		}
+		if _, dup := p.byURL[t.String()]; dup {
+			return nil, fmt.Errorf("%w: target %d: %s", ErrDuplicateBackend, i, t)
+		}
+		p.insert(&backend{i: i, url: t, weight: w})
 	}
 	p.tr = p.cfg.transport
 	if p.tr == nil {
@@ -104,7 +130,28 @@ func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, err
 		Transport:    transport{p},
 		ErrorHandler: p.fail,
 	}
+	for _, b := range p.byIndex {
+		p.startCheck(b)
+	}
 	return p, nil
+}
+
+// checkURL refuses a target the ReverseProxy could not send to.
+func checkURL(t *url.URL) error {
+	if t == nil || t.Scheme == "" || t.Host == "" {
+		return fmt.Errorf("%w: not an absolute URL: %v", ErrConfig, t)
+	}
+	return nil
+}
+
+// insert records b as the backend of its strategy index. Called with mu
+// held (or before the proxy is shared).
+func (p *Proxy) insert(b *backend) {
+	for len(p.byIndex) <= b.i {
+		p.byIndex = append(p.byIndex, nil)
+	}
+	p.byIndex[b.i] = b
+	p.byURL[b.url.String()] = b
 }
 
 // call is one proxied request: its routing key and the current attempt. It
@@ -124,7 +171,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.cfg.key != nil {
 		c.key = p.cfg.key(r)
 	}
-	a, err := p.pick(c.key, 0, -1)
+	a, err := p.pick(c.key, 0, nil)
 	if err != nil {
 		p.fail(w, r, err)
 		return
@@ -132,14 +179,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.cur = a
 	// Safety net: the body wrapper normally ends the attempt; this catches
 	// any path on which ReverseProxy returned without closing it.
-	defer func() { p.done(c.cur) }()
+	defer func() { p.done(c.cur, false) }()
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 }
 
 // rewrite routes the outbound request to the picked backend.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	c := pr.In.Context().Value(callKey{}).(*call)
-	pr.SetURL(p.targets[c.cur.i])
+	pr.SetURL(c.cur.b.url)
 	pr.SetXForwarded()
 }
 
@@ -154,22 +201,25 @@ func (p *Proxy) fail(w http.ResponseWriter, _ *http.Request, err error) {
 // attempt is one backend's share of a call, pending in the strategy from
 // pick until done.
 type attempt struct {
-	i     int
+	b     *backend
 	start time.Time
 	ended bool // guarded by Proxy.mu
 }
 
-// pick asks the strategy for a backend that is not ejected. Ejected
-// backends are normally drained from a Dynamic strategy (see eject) and not
-// picked at all; otherwise (a static strategy, or the last backend) an
-// ejected pick is held pending while the strategy is asked again with a
-// perturbed key, so that load-aware strategies see it busy and the hashing
-// ones move on, and it is given back at the end. skip is a backend not to use
-// (the one a retry is leaving), or -1.
-func (p *Proxy) pick(key uint64, try int, skip int) (*attempt, error) {
+// pick asks the strategy for a backend that serves. Backends out of
+// service are normally drained from a Dynamic strategy (see sync) and not
+// picked at all; otherwise (a static strategy, or the last backend) a pick
+// of one is held pending while the strategy is asked again with a perturbed
+// key, so that load-aware strategies see it busy and the hashing ones move
+// on, and it is given back at the end. skip is a backend not to use (the one
+// a retry is leaving), or nil.
+func (p *Proxy) pick(key uint64, try int, skip *backend) (*attempt, error) {
 	now := p.cfg.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
 	p.restore(now)
 	var buf [8]int
 	held := buf[:0]
@@ -178,72 +228,63 @@ func (p *Proxy) pick(key uint64, try int, skip int) (*attempt, error) {
 			p.s.Done(i, 0)
 		}
 	}()
-	for n := 0; n <= 2*len(p.targets); n++ {
+	for n := 0; n <= 2*len(p.byURL); n++ {
 		i := p.s.Pick(key + uint64(try+n)*0x9e3779b97f4a7c15)
-		if i < 0 || i >= len(p.targets) {
-			return nil, fmt.Errorf("%w: strategy picked %d of %d backends", ErrNoBackend, i, len(p.targets))
+		if i < 0 || i >= len(p.byIndex) || p.byIndex[i] == nil || p.byIndex[i].removed {
+			held = append(held, i)
+			return nil, fmt.Errorf("%w: strategy picked %d, which is not a backend", ErrNoBackend, i)
 		}
-		if i != skip && !now.Before(p.ejected[i]) {
-			return &attempt{i: i, start: now}, nil
+		if b := p.byIndex[i]; b != skip && b.serving(now) {
+			b.started()
+			return &attempt{b: b, start: now}, nil
 		}
 		held = append(held, i)
 	}
-	return nil, ErrNoBackend
+	return nil, fmt.Errorf("%w: %s", ErrNoBackend, p.reasons(now))
 }
 
-// done ends an attempt once: the strategy stops counting it pending.
-func (p *Proxy) done(a *attempt) {
+// done ends an attempt once: the strategy stops counting it pending, and
+// the backend's counters and histogram take it. failed: the backend did not
+// answer, or answered 5xx.
+func (p *Proxy) done(a *attempt, failed bool) {
 	if a == nil {
 		return
 	}
 	elapsed := p.cfg.now().Sub(a.start)
 	p.mu.Lock()
-	if !a.ended {
-		a.ended = true
-		p.s.Done(a.i, elapsed)
-	}
-	p.mu.Unlock()
-}
-
-// eject skips backend i for the configured time. A Dynamic strategy drains
-// it (weight 0) so that it is not even picked: a dead backend answers fastest
-// and would otherwise attract every pick of a load-aware strategy. The
-// strategy refuses to drain its last backend; pick then skips it.
-func (p *Proxy) eject(i int) {
-	if p.cfg.ejectFor == 0 {
-		return
-	}
-	until := p.cfg.now().Add(p.cfg.ejectFor)
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ejected[i] = until
-	if p.dyn == nil || p.drained[i] != 0 {
+	if a.ended {
 		return
 	}
-	if w := p.weigher.Weight(i); w > 0 && p.dyn.SetWeight(i, 0) == nil {
-		p.drained[i] = w
-		p.nDrained++
+	a.ended = true
+	p.s.Done(a.b.i, elapsed) // a removed member's Done is ignored by the strategy
+	a.b.ended(elapsed, failed)
+	if a.b.removed && a.b.inflight == 0 && p.byIndex[a.b.i] == a.b {
+		p.byIndex[a.b.i] = nil // drained: leaves Stats
 	}
 }
 
-// restore gives drained backends whose ejection is over their weight back;
-// the next request that picks one probes it. O(backends), only while some
-// backend is drained. Called with mu held.
-func (p *Proxy) restore(now time.Time) {
-	if p.nDrained == 0 {
-		return
-	}
-	for i, w := range p.drained {
-		if w != 0 && !now.Before(p.ejected[i]) && p.dyn.SetWeight(i, w) == nil {
-			p.drained[i] = 0
-			p.nDrained--
+// Close stops the health checks, waits for their goroutines and closes the
+// idle connections. Requests after Close get 502 with ErrClosed; requests
+// in flight finish. Membership changes after Close return ErrClosed. Close
+// is idempotent.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	for _, b := range p.byIndex {
+		if b != nil {
+			b.stopCheck()
 		}
 	}
+	p.mu.Unlock()
+	p.checks.Wait()
+	p.CloseIdleConnections()
+	return nil
 }
 
 // CloseIdleConnections closes the idle connections to the backends, when the
 // transport supports it (the default one does). Call it when the proxy is
-// no longer used.
+// no longer used (Close does).
 func (p *Proxy) CloseIdleConnections() {
 	if c, ok := p.tr.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()

@@ -62,7 +62,10 @@ func TestNoBackend(t *testing.T) {
 
 	code, msg = get()
 	require.Equal(t, http.StatusBadGateway, code)
-	require.Equal(t, "httpbalancer: no backend available\n", msg)
+	require.True(t, strings.HasPrefix(msg, "httpbalancer: no backend available: "), msg)
+	for _, b := range bs {
+		require.Contains(t, msg, b.Listener.Addr().String()+" ejected for ", "the reason names each backend")
+	}
 }
 
 // spy records the strategy calls the proxy makes; the proxy serializes them.

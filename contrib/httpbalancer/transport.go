@@ -26,16 +26,17 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return p.track(resp, c.cur), nil
 	}
 	first := c.cur
-	p.done(first)
 	if req.Context().Err() != nil {
+		p.done(first, false)
 		return nil, err // the client went away; the backend is not at fault
 	}
-	p.eject(first.i)
-	err = fmt.Errorf("%w: %s: %w", ErrBackend, p.targets[first.i].Host, err)
+	p.done(first, true)
+	p.eject(first, err, false)
+	err = fmt.Errorf("%w: %s: %w", ErrBackend, first.b.url.Host, err)
 	if !p.cfg.retry || !replayable(req, err) {
 		return nil, err
 	}
-	a, perr := p.pick(c.key, 1, first.i)
+	a, perr := p.pick(c.key, 1, first.b)
 	if perr != nil {
 		return nil, fmt.Errorf("%w; not retried: %w", err, perr)
 	}
@@ -43,46 +44,55 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	retry := req.Clone(req.Context())
 	u := *c.in.URL
 	retry.URL = &u
-	(&httputil.ProxyRequest{In: c.in, Out: retry}).SetURL(p.targets[a.i])
+	(&httputil.ProxyRequest{In: c.in, Out: retry}).SetURL(a.b.url)
 	resp, rerr := p.tr.RoundTrip(retry)
 	if rerr != nil {
-		p.done(a)
-		if req.Context().Err() == nil {
-			p.eject(a.i)
+		gone := req.Context().Err() != nil
+		p.done(a, !gone)
+		if !gone {
+			p.eject(a, rerr, false)
 		}
-		return nil, fmt.Errorf("%w; retried: %w: %s: %w", err, ErrBackend, p.targets[a.i].Host, rerr)
+		rerr = fmt.Errorf("%w: %s: %w", ErrBackend, a.b.url.Host, rerr)
+		return nil, fmt.Errorf("%w; retried: %w", err, rerr)
 	}
 	return p.track(resp, a), nil
 }
 
-// track ends a when resp's body is read to its end or closed. A protocol
-// switch (101) keeps its writable body; ServeHTTP ends the attempt when the
-// tunnel closes.
+// track ends a when resp's body is read to its end or closed, and feeds
+// the status to the passive ejection. A protocol switch (101) keeps its
+// writable body; ServeHTTP ends the attempt when the tunnel closes.
 func (p *Proxy) track(resp *http.Response, a *attempt) *http.Response {
+	is5xx := resp.StatusCode >= 500
+	if is5xx {
+		p.eject(a, fmt.Errorf("status %d", resp.StatusCode), true)
+	} else {
+		p.succeeded(a)
+	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return resp
 	}
-	resp.Body = &body{ReadCloser: resp.Body, p: p, a: a}
+	resp.Body = &body{ReadCloser: resp.Body, p: p, a: a, failed: is5xx}
 	return resp
 }
 
 // body ends its attempt at EOF or Close, whichever comes first.
 type body struct {
 	io.ReadCloser
-	p *Proxy
-	a *attempt
+	p      *Proxy
+	a      *attempt
+	failed bool
 }
 
 func (b *body) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
 	if err == io.EOF {
-		b.p.done(b.a)
+		b.p.done(b.a, b.failed)
 	}
 	return n, err
 }
 
 func (b *body) Close() error {
-	b.p.done(b.a)
+	b.p.done(b.a, b.failed)
 	return b.ReadCloser.Close()
 }
 

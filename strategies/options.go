@@ -10,6 +10,7 @@ type config struct {
 	virtualNodes int
 	loadFactor   float64
 	decay        float64
+	slowStart    *slowStart
 }
 
 func defaults() config {
@@ -48,3 +49,11 @@ func WithLoadFactor(f float64) Option { return optionFunc(func(c *config) { c.lo
 // WithDecay sets the latency strategy's EWMA weight of a new sample, in (0, 1]
 // (default 0.2).
 func WithDecay(a float64) Option { return optionFunc(func(c *config) { c.decay = a }) }
+
+// WithSlowStart makes New wrap the strategy it builds in a SlowStart, so
+// that members that join or come back from weight 0 ramp from floor·w to w
+// over window (see NewSlowStart; a bad value is an error of New matching
+// ErrBadOption). Constructors called directly (NewSWRR, ...) ignore it.
+func WithSlowStart(window Window, floor, aggression float64) Option {
+	return optionFunc(func(c *config) { c.slowStart = &slowStart{window, floor, aggression} })
+}

@@ -36,11 +36,15 @@ func Names() []string {
 }
 
 // New builds the strategy registered under name. An unknown name yields an
-// error wrapping ErrUnknown that lists the valid names.
+// error wrapping ErrUnknown that lists the valid names. With WithSlowStart
+// the strategy comes wrapped in a *SlowStart.
 func New(name string, weights []int, opts ...Option) (Strategy, error) {
 	c, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q (valid: %s)", ErrUnknown, name, strings.Join(Names(), ", "))
+	}
+	if ss := newConfig(opts).slowStart; ss != nil {
+		return NewSlowStart(c, weights, ss.window, ss.floor, ss.aggression, opts...)
 	}
 	return c(weights, opts...)
 }

@@ -1,0 +1,406 @@
+package strategies
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Slow start errors; each matches ErrBadOption too.
+var (
+	ErrSlowStartWindow     = fmt.Errorf("%w: slow start window", ErrBadOption)
+	ErrSlowStartFloor      = fmt.Errorf("%w: slow start floor", ErrBadOption)
+	ErrSlowStartAggression = fmt.Errorf("%w: slow start aggression", ErrBadOption)
+	ErrSlowStartNotDynamic = fmt.Errorf("%w: slow start needs a Dynamic strategy", ErrBadOption)
+)
+
+// SlowStartScale is the factor between a member's weight and the weight the
+// wrapped strategy is given. Weights are integers, so a weight-1 member at a
+// floor of 0.1 needs room below 1: every weight is multiplied by it, which
+// leaves every share as it was (swrr's sequence over k·w is its sequence
+// over w) and gives the ramp a resolution of 1/64 of the smallest weight.
+// The price is the range: weights above MaxWeight/SlowStartScale are
+// ErrTooLarge under slow start.
+const SlowStartScale = 64
+
+// SlowStartSteps bounds the weight changes of one ramp: each is an O(n)
+// SetWeight of the wrapped strategy, so a ramp costs a fixed number of them
+// however long its window.
+const SlowStartSteps = 16
+
+// maxSpan bounds a window (in picks or nanoseconds, about 18 years) so that
+// a position times SlowStartSteps stays within 64 bits.
+const maxSpan = 1 << 59
+
+// Window is how long a slow start ramp lasts: a count of picks (PickWindow)
+// or a duration on a clock the caller supplies (TimeWindow). The zero Window
+// is invalid.
+type Window struct {
+	picks uint64
+	d     time.Duration
+	now   func() time.Time
+}
+
+// PickWindow ramps over the next n picks of the whole strategy, counted by
+// the wrapper. It needs no clock, so it keeps the strategy deterministic;
+// the ramp is as fast as the traffic.
+func PickWindow(n int) Window {
+	if n <= 0 {
+		return Window{}
+	}
+	return Window{picks: uint64(n)}
+}
+
+// TimeWindow ramps over d measured by now, as Envoy's slow_start_config
+// does. The package never reads the wall clock by itself: a server passes
+// time.Now, a test a fake clock. now is called on changes and, while a ramp
+// runs, on every Pick.
+func TimeWindow(d time.Duration, now func() time.Time) Window {
+	return Window{d: d, now: now}
+}
+
+func (w Window) check() error {
+	switch {
+	case w.picks > maxSpan:
+		return fmt.Errorf("%w: %d picks (max %d)", ErrSlowStartWindow, w.picks, uint64(maxSpan))
+	case w.picks > 0:
+		return nil
+	case w.now == nil && w.d == 0:
+		return fmt.Errorf("%w: zero Window or PickWindow of no picks", ErrSlowStartWindow)
+	case w.d <= 0:
+		return fmt.Errorf("%w: duration %v is not positive", ErrSlowStartWindow, w.d)
+	case w.now == nil:
+		return fmt.Errorf("%w: TimeWindow(%v) without a clock", ErrSlowStartWindow, w.d)
+	case w.d > maxSpan:
+		return fmt.Errorf("%w: duration %v above %v", ErrSlowStartWindow, w.d, time.Duration(maxSpan))
+	}
+	return nil
+}
+
+// slowStart is WithSlowStart's configuration.
+type slowStart struct {
+	window            Window
+	floor, aggression float64
+}
+
+// SlowStart wraps a Dynamic strategy so that a member that joins (Add) or
+// comes back (SetWeight from 0) takes an effective weight of floor·w, raised
+// to w over the window: w·max(floor, (t/window)^(1/aggression)), Envoy's
+// curve (aggression 1 is linear, above 1 climbs fast then flattens). The
+// ramp is sampled in SlowStartSteps steps, each a SetWeight of the wrapped
+// strategy made lazily by the Pick that finds it due, so the wrapped
+// strategy's guarantee after a change holds at every step (swrr: lag below 2
+// against the effective weights) and the last step sets w exactly: the
+// share only grows, and the ramp ends without a burst.
+//
+// Members present at construction take their weight at once, and a change
+// between two positive weights applies at once unless the member is
+// ramping, when the ramp goes on towards the new weight. Weight reports
+// the configured weight, never the effective one.
+//
+// Pick costs the wrapped strategy's Pick plus one comparison while no ramp
+// runs, a clock read (TimeWindow) while one does, and allocates nothing.
+// Not safe for concurrent use.
+type SlowStart struct {
+	inner  Dynamic
+	batch  BatchDone // inner, when it takes batches
+	window Window
+	floor  float64
+	aggr   float64
+	span   uint64 // window length in picks or nanoseconds
+
+	weight  []int  // configured weights, 0 for removed members
+	removed []bool // indices the wrapper knows are gone
+	ramps   []ramp
+	due     uint64 // the earliest position at which a ramp steps
+	picks   uint64 // picks so far: the position of a PickWindow
+	epoch   time.Time
+}
+
+// ramp is one member's slow start, at step k of SlowStartSteps since start.
+type ramp struct {
+	i     int
+	k     uint64
+	start uint64
+}
+
+var (
+	_ Dynamic   = (*SlowStart)(nil)
+	_ BatchDone = (*SlowStart)(nil)
+)
+
+// NewSlowStart builds the strategy with build over weights scaled by
+// SlowStartScale, with opts (but no WithSlowStart), and wraps it. floor is
+// the share of its weight a member starts at, in (0, 1]; aggression is
+// Envoy's, > 0 (1: linear). The built strategy must be Dynamic, else
+// ErrSlowStartNotDynamic; build is any Constructor, a custom one included.
+func NewSlowStart(build Constructor, weights []int, window Window, floor, aggression float64, opts ...Option) (*SlowStart, error) {
+	if err := window.check(); err != nil {
+		return nil, err
+	}
+	if !(floor > 0 && floor <= 1) {
+		return nil, fmt.Errorf("%w: %v is outside (0, 1]", ErrSlowStartFloor, floor)
+	}
+	if !(aggression > 0) || math.IsInf(aggression, 0) {
+		return nil, fmt.Errorf("%w: %v is not a positive number", ErrSlowStartAggression, aggression)
+	}
+	if err := checkWeights(weights); err != nil {
+		return nil, err
+	}
+	scaled := make([]int, len(weights))
+	for i, w := range weights {
+		if err := checkScaled(w); err != nil {
+			return nil, fmt.Errorf("member %d: %w", i, err)
+		}
+		scaled[i] = w * SlowStartScale
+	}
+	inner, err := build(scaled, withoutSlowStart(opts)...)
+	if err != nil {
+		return nil, err
+	}
+	dyn, ok := inner.(Dynamic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T", ErrSlowStartNotDynamic, inner)
+	}
+	s := &SlowStart{inner: dyn, window: window, floor: floor, aggr: aggression,
+		weight: append([]int(nil), weights...), removed: make([]bool, len(weights))}
+	s.batch, _ = inner.(BatchDone)
+	s.span = window.picks
+	if window.now != nil {
+		s.span = uint64(window.d)
+		s.epoch = window.now()
+	}
+	return s, nil
+}
+
+// withoutSlowStart cancels WithSlowStart in opts, so that a build which
+// itself calls New does not wrap twice.
+func withoutSlowStart(opts []Option) []Option {
+	return append(opts[:len(opts):len(opts)], optionFunc(func(c *config) { c.slowStart = nil }))
+}
+
+// checkScaled refuses a weight whose scaled value the strategies refuse.
+func checkScaled(w int) error {
+	if err := checkWeight(w); err != nil {
+		return err
+	}
+	if w > MaxWeight/SlowStartScale {
+		return fmt.Errorf("%w: weight %d (max %d under slow start)", ErrTooLarge, w, MaxWeight/SlowStartScale)
+	}
+	return nil
+}
+
+// Pick steps the ramps that are due, then picks from the wrapped strategy.
+func (s *SlowStart) Pick(key uint64) int {
+	if len(s.ramps) > 0 {
+		if p := s.pos(); p >= s.due {
+			s.step(p)
+		}
+	}
+	s.picks++
+	return s.inner.Pick(key)
+}
+
+// Done passes the completion on.
+func (s *SlowStart) Done(i int, elapsed time.Duration) { s.inner.Done(i, elapsed) }
+
+// DoneN passes the batch on, or replays it when the wrapped strategy takes
+// completions one by one.
+func (s *SlowStart) DoneN(i, n int, elapsed time.Duration) {
+	if s.batch != nil {
+		s.batch.DoneN(i, n, elapsed)
+		return
+	}
+	for range n {
+		s.inner.Done(i, elapsed)
+	}
+}
+
+// Add adds a member; one of positive weight starts its ramp at the floor.
+func (s *SlowStart) Add(weight int) (int, error) {
+	if err := checkScaled(weight); err != nil {
+		return 0, err
+	}
+	i, err := s.inner.Add(s.effective(weight, 0))
+	if err != nil {
+		return 0, err
+	}
+	for len(s.weight) <= i {
+		s.weight = append(s.weight, 0)
+		s.removed = append(s.removed, false)
+	}
+	s.weight[i] = weight
+	if weight > 0 {
+		s.begin(i)
+	}
+	return i, nil
+}
+
+// Remove removes member i, and its ramp if it had one.
+func (s *SlowStart) Remove(i int) error {
+	if err := s.inner.Remove(i); err != nil {
+		return err
+	}
+	s.end(i)
+	if i >= 0 && i < len(s.weight) {
+		s.weight[i], s.removed[i] = 0, true
+	}
+	return nil
+}
+
+// SetWeight changes i's configured weight. From 0 to a positive weight the
+// member ramps from the floor; during a ramp the ramp goes on towards the
+// new weight; 0 drains it and ends its ramp.
+func (s *SlowStart) SetWeight(i, weight int) error {
+	if err := checkScaled(weight); err != nil {
+		return err
+	}
+	if i < 0 || i >= len(s.weight) || s.removed[i] {
+		return fmt.Errorf("%w: %d", ErrNoMember, i)
+	}
+	k, ramping := s.rampStep(i)
+	switch {
+	case weight == 0:
+		ramping = false
+	case s.weight[i] == 0:
+		k, ramping = 0, true
+	}
+	eff := weight * SlowStartScale
+	if ramping {
+		eff = s.effective(weight, k)
+	}
+	if err := s.inner.SetWeight(i, eff); err != nil {
+		return err
+	}
+	if weight == 0 {
+		s.end(i)
+	} else if s.weight[i] == 0 {
+		s.begin(i)
+	}
+	s.weight[i] = weight
+	return nil
+}
+
+// Weight returns member i's configured weight, or 0 when it is not a member.
+func (s *SlowStart) Weight(i int) int {
+	if i < 0 || i >= len(s.weight) || s.removed[i] {
+		return 0
+	}
+	return s.weight[i]
+}
+
+// Len returns the number of indices handed out, removed ones included.
+func (s *SlowStart) Len() int { return len(s.weight) }
+
+// Ramping reports whether member i is in its slow start.
+func (s *SlowStart) Ramping(i int) bool {
+	_, ok := s.rampStep(i)
+	return ok
+}
+
+// Unwrap returns the wrapped strategy, whose weights are the effective ones
+// times SlowStartScale. Changing its membership directly desynchronizes the
+// wrapper.
+func (s *SlowStart) Unwrap() Dynamic { return s.inner }
+
+// pos is the ramps' clock: picks, or nanoseconds since construction.
+func (s *SlowStart) pos() uint64 {
+	if s.window.now == nil {
+		return s.picks
+	}
+	return uint64(max(0, s.window.now().Sub(s.epoch)))
+}
+
+// effective is the wrapped strategy's weight for w at step k of a ramp;
+// the last step gives w exactly, and a positive weight never drops to 0,
+// which would drain the member instead of slowing it.
+func (s *SlowStart) effective(w int, k uint64) int {
+	if w == 0 || k >= SlowStartSteps {
+		return w * SlowStartScale
+	}
+	f := max(s.floor, math.Pow(float64(k)/SlowStartSteps, 1/s.aggr))
+	return max(1, min(w*SlowStartScale, int(math.Round(f*float64(w*SlowStartScale)))))
+}
+
+func (s *SlowStart) rampStep(i int) (uint64, bool) {
+	for _, r := range s.ramps {
+		if r.i == i {
+			return r.k, true
+		}
+	}
+	return 0, false
+}
+
+// begin starts i's ramp now; the caller has set its floor weight.
+func (s *SlowStart) begin(i int) {
+	s.end(i)
+	s.ramps = append(s.ramps, ramp{i: i, start: s.pos()})
+	s.resetDue()
+}
+
+// end drops i's ramp, if any, leaving its weight as it is.
+func (s *SlowStart) end(i int) {
+	for k := range s.ramps {
+		if s.ramps[k].i == i {
+			s.drop(k)
+			s.resetDue()
+			return
+		}
+	}
+}
+
+func (s *SlowStart) drop(k int) {
+	last := len(s.ramps) - 1
+	s.ramps[k] = s.ramps[last]
+	s.ramps = s.ramps[:last]
+}
+
+// dueOf is the position at which r takes its next step.
+func (s *SlowStart) dueOf(r *ramp) uint64 {
+	return r.start + ((r.k+1)*s.span+SlowStartSteps-1)/SlowStartSteps
+}
+
+func (s *SlowStart) resetDue() {
+	s.due = math.MaxUint64
+	for k := range s.ramps {
+		s.due = min(s.due, s.dueOf(&s.ramps[k]))
+	}
+}
+
+// step moves every ramp to its step at position p. A step's SetWeight
+// raises a present member between positive weights within range, which no
+// strategy of this package refuses; if a custom one does, that ramp stops
+// where it is rather than retry on every pick.
+func (s *SlowStart) step(p uint64) {
+	for k := 0; k < len(s.ramps); {
+		r := &s.ramps[k]
+		at := uint64(SlowStartSteps)
+		if p < r.start {
+			at = 0 // a clock that went back: wait, rather than finish the ramp
+		} else if d := p - r.start; d < s.span {
+			at = d * SlowStartSteps / s.span
+		}
+		if at > r.k {
+			old := s.effective(s.weight[r.i], r.k)
+			r.k = at
+			eff := s.effective(s.weight[r.i], at)
+			if eff != old && s.inner.SetWeight(r.i, eff) != nil {
+				at = SlowStartSteps
+			}
+		}
+		if at >= SlowStartSteps {
+			s.drop(k)
+			continue
+		}
+		k++
+	}
+	s.resetDue()
+}
+
+// check verifies the wrapped strategy's invariants; tests call it.
+func (s *SlowStart) check() error {
+	if c, ok := s.inner.(interface{ check() error }); ok {
+		return c.check()
+	}
+	return nil
+}

@@ -23,9 +23,9 @@ var (
 // ErrTooLarge under slow start.
 const SlowStartScale = 64
 
-// SlowStartSteps bounds the weight changes of one ramp: each is an O(n)
-// SetWeight of the wrapped strategy, so a ramp costs a fixed number of them
-// however long its window.
+// SlowStartSteps bounds the weight changes of one ramp after the one that
+// starts it: each is an O(n) SetWeight of the wrapped strategy, so a ramp
+// costs a fixed number of them however long its window.
 const SlowStartSteps = 16
 
 // maxSpan bounds a window (in picks or nanoseconds, about 18 years) so that
@@ -102,12 +102,11 @@ type slowStart struct {
 // runs, a clock read (TimeWindow) while one does, and allocates nothing.
 // Not safe for concurrent use.
 type SlowStart struct {
-	inner  Dynamic
-	batch  BatchDone // inner, when it takes batches
-	window Window
-	floor  float64
-	aggr   float64
-	span   uint64 // window length in picks or nanoseconds
+	inner       Dynamic
+	batch       BatchDone // inner, when it takes batches
+	window      Window
+	floor, aggr float64
+	span        uint64 // window length in picks or nanoseconds
 
 	weight  []int  // configured weights, 0 for removed members
 	removed []bool // indices the wrapper knows are gone
@@ -119,15 +118,14 @@ type SlowStart struct {
 
 // ramp is one member's slow start, at step k of SlowStartSteps since start.
 type ramp struct {
-	i     int
-	k     uint64
-	start uint64
+	i        int
+	k, start uint64
 }
 
-var (
-	_ Dynamic   = (*SlowStart)(nil)
-	_ BatchDone = (*SlowStart)(nil)
-)
+var _ interface {
+	Dynamic
+	BatchDone
+} = (*SlowStart)(nil)
 
 // NewSlowStart builds the strategy with build over weights scaled by
 // SlowStartScale, with opts (but no WithSlowStart), and wraps it. floor is
@@ -293,10 +291,7 @@ func (s *SlowStart) Weight(i int) int {
 func (s *SlowStart) Len() int { return len(s.weight) }
 
 // Ramping reports whether member i is in its slow start.
-func (s *SlowStart) Ramping(i int) bool {
-	_, ok := s.rampStep(i)
-	return ok
-}
+func (s *SlowStart) Ramping(i int) bool { _, ok := s.rampStep(i); return ok }
 
 // Unwrap returns the wrapped strategy, whose weights are the effective ones
 // times SlowStartScale. Changing its membership directly desynchronizes the
@@ -350,9 +345,8 @@ func (s *SlowStart) end(i int) {
 }
 
 func (s *SlowStart) drop(k int) {
-	last := len(s.ramps) - 1
-	s.ramps[k] = s.ramps[last]
-	s.ramps = s.ramps[:last]
+	s.ramps[k] = s.ramps[len(s.ramps)-1]
+	s.ramps = s.ramps[:len(s.ramps)-1]
 }
 
 // dueOf is the position at which r takes its next step.

@@ -197,3 +197,164 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// A TimeWindow follows the injected clock only: the ramp stands still while
+// it does, steps with it, survives it going back, and ends at the window.
+func TestSlowStartTimeWindow(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(100, 0)}
+	s := newSlow(t, "swrr", []int{1, 1}, TimeWindow(16*time.Second, clk.now), 0.25, 1)
+	i, err := s.Add(1)
+	require.NoError(t, err)
+	at := func() int { s.Pick(0); return effective(s)[i] }
+	require.Equal(t, 16, at(), "floor 0.25 of 64")
+	clk.t = clk.t.Add(8 * time.Second)
+	require.Equal(t, 32, at(), "half the window, linear")
+	clk.t = clk.t.Add(-time.Hour)
+	require.Equal(t, 32, at(), "a clock that goes back neither ends nor undoes the ramp")
+	clk.t = time.Unix(100, 0).Add(16*time.Second - 1)
+	require.Equal(t, 60, at(), "step 15 of 16")
+	require.True(t, s.Ramping(i))
+	clk.t = clk.t.Add(1)
+	require.Equal(t, 64, at())
+	require.False(t, s.Ramping(i))
+}
+
+// Remove, SetWeight and re-admission during a ramp.
+func TestSlowStartChanges(t *testing.T) {
+	s := newSlow(t, "swrr", []int{4, 4}, PickWindow(160), 0.1, 1)
+	require.Equal(t, []int{256, 256}, effective(s), "members at construction do not ramp")
+	i, err := s.Add(4)
+	require.NoError(t, err)
+	require.Equal(t, 26, effective(s)[i], "0.1 of 256, rounded")
+	for range 80 {
+		s.Pick(0)
+	}
+	require.NoError(t, s.SetWeight(i, 8))
+	require.Equal(t, 8, s.Weight(i))
+	require.Equal(t, 224, effective(s)[i], "the ramp goes on at 7/16 of the new weight (step 8 is due, for the next pick)")
+	require.NoError(t, s.SetWeight(0, 2), "a member that does not ramp changes at once")
+	require.Equal(t, 128, effective(s)[0])
+	for range 80 {
+		s.Pick(0)
+	}
+	s.Pick(0)
+	require.Equal(t, 512, effective(s)[i])
+
+	// Drained and re-admitted: a fresh ramp from the floor.
+	require.NoError(t, s.SetWeight(1, 0))
+	require.False(t, s.Ramping(1))
+	require.NoError(t, s.SetWeight(1, 4))
+	require.True(t, s.Ramping(1))
+	require.Equal(t, 26, effective(s)[1])
+	require.NoError(t, s.SetWeight(1, 0), "drained during its ramp")
+	require.False(t, s.Ramping(1))
+	require.Equal(t, 0, effective(s)[1])
+
+	j, err := s.Add(1)
+	require.NoError(t, err)
+	require.NoError(t, s.Remove(j))
+	require.False(t, s.Ramping(j), "removed during its ramp")
+	require.Equal(t, 0, s.Weight(j))
+	require.ErrorIs(t, s.SetWeight(j, 1), ErrNoMember)
+	require.ErrorIs(t, s.Remove(j), ErrNoMember)
+	require.ErrorIs(t, s.SetWeight(0, MaxWeight/SlowStartScale+1), ErrTooLarge)
+	_, err = s.Add(-1)
+	require.ErrorIs(t, err, ErrNegativeWeight)
+	k, err := s.Add(0)
+	require.NoError(t, err)
+	require.False(t, s.Ramping(k), "nothing to ramp at weight 0")
+	for range 400 {
+		require.NotEqual(t, j, s.Pick(0))
+	}
+	require.NoError(t, s.check())
+}
+
+// countingDynamic counts the SetWeight calls a wrapped strategy receives.
+type countingDynamic struct {
+	*LeastRequests
+	sets int
+}
+
+func (c *countingDynamic) SetWeight(i, w int) error { c.sets++; return c.LeastRequests.SetWeight(i, w) }
+
+// A ramp costs at most SlowStartSteps changes of the wrapped strategy after
+// the one that starts it, whatever the window; picks with no ramp change nothing.
+// NewSlowStart takes any Constructor, here a custom one.
+func TestSlowStartStepsBounded(t *testing.T) {
+	var c *countingDynamic
+	build := func(w []int, o ...Option) (Strategy, error) {
+		s, err := NewLeastRequests(w, o...)
+		c = &countingDynamic{LeastRequests: s}
+		return c, err
+	}
+	for _, window := range []int{1, 7, 16, 1000, 1 << 16} {
+		s, err := NewSlowStart(build, []int{1, 2}, PickWindow(window), 0.01, 0.7)
+		require.NoError(t, err)
+		require.NoError(t, s.SetWeight(0, 0))
+		c.sets = 0
+		require.NoError(t, s.SetWeight(0, 5))
+		for n := 0; s.Ramping(0); n++ {
+			s.Done(s.Pick(0), 0)
+			require.LessOrEqual(t, n, window, "the ramp outlives its window")
+		}
+		require.LessOrEqual(t, c.sets, 1+SlowStartSteps, "window %d: the re-admission and the steps", window)
+		require.Equal(t, 5*SlowStartScale, effective(s)[0])
+		before := c.sets
+		for range 1000 {
+			s.Done(s.Pick(0), 0)
+		}
+		require.Equal(t, before, c.sets, "no ramp, no change")
+	}
+}
+
+// No allocation per pick, with or without a ramp, on either window.
+func TestSlowStartAllocs(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	for _, win := range []Window{PickWindow(10000), TimeWindow(100*time.Millisecond, clk.now)} {
+		for _, name := range []string{"swrr", "least-requests", "weighted-random", "consistent-hash"} {
+			s := newSlow(t, name, Equal(64), win, 0.1, 1)
+			pick := func() {
+				clk.t = clk.t.Add(10 * time.Microsecond)
+				s.Done(s.Pick(uint64(clk.t.UnixNano())), time.Millisecond)
+			}
+			for range 1000 {
+				pick() // sizes whatever the wrapped strategy grows lazily
+			}
+			require.Zero(t, testing.AllocsPerRun(1000, pick), "%s, no ramp", name)
+			for i := range 8 {
+				_, err := s.Add(1 + i)
+				require.NoError(t, err)
+			}
+			require.Zero(t, testing.AllocsPerRun(20000, pick), "%s, during ramps", name)
+			require.False(t, s.Ramping(64), "%s: the ramps took their steps inside the measure", name)
+		}
+	}
+}
+
+// The wrapper adds no randomness: under a seed, the same changes give the
+// same picks.
+func TestSlowStartDeterministic(t *testing.T) {
+	run := func(seed uint64) []int {
+		s := newSlow(t, "p2c", []int{3, 1, 2}, PickWindow(500), 0.1, 1.5, WithSeed(seed))
+		var out []int
+		for k := range 3000 {
+			if k == 100 {
+				_, _ = s.Add(4)
+			}
+			if k == 700 {
+				_ = s.SetWeight(1, 0)
+			}
+			if k == 900 {
+				_ = s.SetWeight(1, 1)
+			}
+			i := s.Pick(0)
+			out = append(out, i)
+			if k%3 == 0 {
+				s.DoneN(i, 1, time.Millisecond)
+			}
+		}
+		return out
+	}
+	require.Equal(t, run(11), run(11))
+	require.NotEqual(t, run(11), run(12))
+}

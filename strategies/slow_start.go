@@ -14,12 +14,11 @@ var (
 	ErrSlowStartNotDynamic = fmt.Errorf("%w: slow start needs a Dynamic strategy", ErrBadOption)
 )
 
-// SlowStartScale is the factor between a member's weight and the weight the
-// wrapped strategy is given. Weights are integers, so a weight-1 member at a
-// floor of 0.1 needs room below 1: every weight is multiplied by it, which
-// leaves every share as it was (swrr's sequence over k·w is its sequence
-// over w) and gives the ramp a resolution of 1/64 of the smallest weight.
-// The price is the range: weights above MaxWeight/SlowStartScale are
+// SlowStartScale multiplies every weight given to the wrapped strategy.
+// Weights are integers, so a weight-1 member at a floor of 0.1 needs room
+// below 1; scaling leaves every share as it was (swrr's sequence over k·w is
+// its sequence over w) and gives the ramp a resolution of 1/64 of the
+// smallest weight. The price: weights above MaxWeight/SlowStartScale are
 // ErrTooLarge under slow start.
 const SlowStartScale = 64
 
@@ -53,8 +52,9 @@ func PickWindow(n int) Window {
 
 // TimeWindow ramps over d measured by now, as Envoy's slow_start_config
 // does. The package never reads the wall clock by itself: a server passes
-// time.Now, a test a fake clock. now is called on changes and, while a ramp
-// runs, on every Pick.
+// time.Now, a test a fake clock. now is called at construction, when a ramp
+// starts, and on every Pick while a ramp runs. A Pick after a pause takes
+// the step the clock has reached at once, the last one included.
 func TimeWindow(d time.Duration, now func() time.Time) Window {
 	return Window{d: d, now: now}
 }

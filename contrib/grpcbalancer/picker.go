@@ -3,16 +3,21 @@ package grpcbalancer
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/strategies"
 	"google.golang.org/grpc/balancer"
 )
 
-// shared is one strategy and the child picker of each of its members. The
-// balancer changes it on membership updates; pickers and Done callbacks use
-// it concurrently, so every access holds mu. The critical section is one
-// Strategy.Pick or Strategy.Done plus a slice read: see BenchmarkPick.
+// shared is one strategy and the child picker of each of its members, for
+// the strategies that keep per-member state (least-pending, least-requests,
+// p2c, latency, bounded-hash, and consistent-hash, whose concurrent Pick the
+// strategies package does not promise; the others take the lock-free path
+// of lockfree.go). The balancer changes it on membership updates; pickers
+// and Done callbacks use it concurrently, so every access holds mu. The
+// critical section is one Strategy.Pick or Strategy.Done plus a slice read:
+// see BenchmarkPick.
 type shared struct {
 	mu      sync.Mutex
 	s       strategies.Strategy
@@ -62,12 +67,53 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		sh.done(i, time.Since(start))
 		return res, err
 	}
-	childDone := res.Done
-	res.Done = func(di balancer.DoneInfo) {
-		sh.done(i, time.Since(start))
-		if childDone != nil {
-			childDone(di)
-		}
-	}
+	c := newCall()
+	c.sh, c.i, c.start, c.child = sh, i, start, res.Done
+	c.live.Store(true)
+	res.Done = c.doneFn
 	return res, nil
+}
+
+// call carries a picked call to its Done without a closure per call (which
+// cost 64 B): the object is pooled, and doneFn, the method value of done,
+// is bound once when the object is made. It returns to the pool only inside
+// done, so it cannot serve another call before this one's Done has run.
+type call struct {
+	sh     *shared
+	i      int
+	start  time.Time
+	child  func(balancer.DoneInfo)
+	live   atomic.Bool
+	doneFn func(balancer.DoneInfo)
+}
+
+// callPool has no New: done refers to the pool, so New would make an
+// initialization cycle; newCall does its work.
+var callPool sync.Pool
+
+func newCall() *call {
+	if c, ok := callPool.Get().(*call); ok {
+		return c
+	}
+	c := &call{}
+	c.doneFn = c.done
+	return c
+}
+
+// done reports the call once. gRPC calls Done once per pick; should it ever
+// call one twice, the flag makes the second a no-op, or, if the object
+// already serves a later call, ends that one early and its own Done is then
+// the no-op: either way each Pick is matched by exactly one Strategy.Done,
+// so the pending counts stay balanced.
+func (c *call) done(di balancer.DoneInfo) {
+	if !c.live.CompareAndSwap(true, false) {
+		return
+	}
+	sh, i, start, child := c.sh, c.i, c.start, c.child
+	c.sh, c.child = nil, nil // hold no strategy or child alive from the pool
+	callPool.Put(c)
+	sh.done(i, time.Since(start))
+	if child != nil {
+		child(di)
+	}
 }

@@ -205,7 +205,7 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 	if err != nil {
 		return err
 	}
-	b.sh = &shared{s: s, pickers: pickers}
+	b.sh = newShared(s, b.cfg.Strategy, pickers)
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.shKey, b.index, b.weights = b.cfgKey, index, weights
 	return nil
@@ -215,7 +215,7 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 // before it removes, so a strategy never passes through an empty set.
 func (b *lbBalancer) update(ready []endpointsharding.ChildState) error {
 	sh := b.sh
-	sh.mu.Lock()
+	sh.lock()
 	defer sh.mu.Unlock()
 	seen := resolver.NewEndpointMap[struct{}]()
 	for _, c := range ready {

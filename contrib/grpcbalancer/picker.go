@@ -18,15 +18,61 @@ import (
 // and Done callbacks use it concurrently, so every access holds mu. The
 // critical section is one Strategy.Pick or Strategy.Done plus a slice read:
 // see BenchmarkPick.
+//
+// Only Pick waits for mu. A Done that finds it held leaves its call on owed
+// and returns, and whoever holds mu next reports it before doing anything
+// else (lock): every Pick that starts after a Done returned still sees that
+// completion, but a busy channel takes one contended lock per call, not
+// two, and Done, which runs on gRPC's stream teardown, never parks.
 type shared struct {
 	mu      sync.Mutex
 	s       strategies.Strategy
 	pickers []balancer.Picker // member index -> READY child's picker; nil once removed
+	timed   bool              // s reads Done's elapsed: clock the calls
+	owed    atomic.Pointer[call]
+}
+
+func newShared(s strategies.Strategy, name string, pickers []balancer.Picker) *shared {
+	return &shared{s: s, pickers: pickers, timed: !ignoresElapsed[name]}
+}
+
+// ignoresElapsed lists the mutex-path strategies whose Done does not read
+// elapsed, so their calls skip two clock reads; TestIgnoresElapsed checks
+// each. Anything unlisted is clocked.
+var ignoresElapsed = map[string]bool{
+	"least-pending": true, "least-requests": true, "p2c": true,
+	"bounded-hash": true, "consistent-hash": true,
+}
+
+// spins is how many times lock retries TryLock before it parks. A holder
+// runs for tens of nanoseconds, and sync.Mutex does not spin while other
+// goroutines wait to run on the P (the normal case for a busy channel), so
+// it parks and pays a wake-up, some hundreds of ns, for a lock that would
+// have been free a moment later.
+const spins = 64
+
+// lock takes mu and reports the Done calls owed to the strategy.
+func (sh *shared) lock() {
+	locked := false
+	for range spins {
+		if locked = sh.mu.TryLock(); locked {
+			break
+		}
+	}
+	if !locked {
+		sh.mu.Lock()
+	}
+	for c := sh.owed.Swap(nil); c != nil; {
+		next := c.next
+		sh.s.Done(c.i, c.elapsed)
+		c.release()
+		c = next
+	}
 }
 
 // done reports a finished call to the strategy.
 func (sh *shared) done(i int, elapsed time.Duration) {
-	sh.mu.Lock()
+	sh.lock()
 	sh.s.Done(i, elapsed)
 	sh.mu.Unlock()
 }
@@ -46,7 +92,7 @@ var _ balancer.Picker = (*picker)(nil)
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	key := routingKey(info.Ctx, p.keyHeader)
 	sh := p.sh
-	sh.mu.Lock()
+	sh.lock()
 	i := sh.s.Pick(key)
 	var child balancer.Picker
 	if i >= 0 && i < len(sh.pickers) {
@@ -59,12 +105,15 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		sh.done(i, 0)
 		return balancer.PickResult{}, fmt.Errorf("grpcbalancer: strategy picked member %d, which is not ready", i)
 	}
-	start := time.Now()
+	var start time.Time
+	if sh.timed {
+		start = time.Now()
+	}
 	res, err := child.Pick(info)
 	if err != nil {
 		// The call did not go out (the child is changing state, gRPC will
 		// retry the pick with the next picker): uncount it.
-		sh.done(i, time.Since(start))
+		sh.done(i, since(sh.timed, start))
 		return res, err
 	}
 	c := newCall()
@@ -74,17 +123,27 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	return res, nil
 }
 
+func since(timed bool, start time.Time) time.Duration {
+	if !timed {
+		return 0
+	}
+	return time.Since(start)
+}
+
 // call carries a picked call to its Done without a closure per call (which
 // cost 64 B): the object is pooled, and doneFn, the method value of done,
-// is bound once when the object is made. It returns to the pool only inside
-// done, so it cannot serve another call before this one's Done has run.
+// is bound once when the object is made. It returns to the pool only after
+// its Done has been reported to the strategy, so it cannot serve another
+// call first.
 type call struct {
-	sh     *shared
-	i      int
-	start  time.Time
-	child  func(balancer.DoneInfo)
-	live   atomic.Bool
-	doneFn func(balancer.DoneInfo)
+	sh      *shared
+	i       int
+	start   time.Time
+	elapsed time.Duration
+	child   func(balancer.DoneInfo)
+	next    *call // on sh.owed
+	live    atomic.Bool
+	doneFn  func(balancer.DoneInfo)
 }
 
 // callPool has no New: done refers to the pool, so New would make an
@@ -100,6 +159,11 @@ func newCall() *call {
 	return c
 }
 
+func (c *call) release() {
+	c.sh, c.child, c.next = nil, nil, nil // hold nothing alive from the pool
+	callPool.Put(c)
+}
+
 // done reports the call once. gRPC calls Done once per pick; should it ever
 // call one twice, the flag makes the second a no-op, or, if the object
 // already serves a later call, ends that one early and its own Done is then
@@ -109,10 +173,30 @@ func (c *call) done(di balancer.DoneInfo) {
 	if !c.live.CompareAndSwap(true, false) {
 		return
 	}
-	sh, i, start, child := c.sh, c.i, c.start, c.child
-	c.sh, c.child = nil, nil // hold no strategy or child alive from the pool
-	callPool.Put(c)
-	sh.done(i, time.Since(start))
+	sh, child := c.sh, c.child
+	c.elapsed = since(sh.timed, c.start)
+	if sh.mu.TryLock() {
+		// lock's loop, for the calls owed before this one, then this one.
+		for o := sh.owed.Swap(nil); o != nil; {
+			next := o.next
+			sh.s.Done(o.i, o.elapsed)
+			o.release()
+			o = next
+		}
+		sh.s.Done(c.i, c.elapsed)
+		sh.mu.Unlock()
+		c.release()
+	} else {
+		// From the push on, the holder may report and recycle c at once:
+		// nothing of c is read after it.
+		for {
+			head := sh.owed.Load()
+			c.next = head
+			if sh.owed.CompareAndSwap(head, c) {
+				break
+			}
+		}
+	}
 	if child != nil {
 		child(di)
 	}

@@ -35,7 +35,7 @@ func newTestPicker(tb testing.TB, strategy string, n int) balancer.Picker {
 	}
 	s, err := strategies.New(strategy, strategies.Equal(n))
 	require.NoError(tb, err)
-	return &picker{sh: &shared{s: s, pickers: pickers}}
+	return &picker{sh: newShared(s, strategy, pickers)}
 }
 
 // TestPickDoneAllocs: a Pick and its Done allocate nothing on either path.

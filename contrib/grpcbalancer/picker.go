@@ -44,24 +44,14 @@ var ignoresElapsed = map[string]bool{
 	"bounded-hash": true, "consistent-hash": true,
 }
 
-// spins is how many times lock retries TryLock before it parks. A holder
-// runs for tens of nanoseconds, and sync.Mutex does not spin while other
-// goroutines wait to run on the P (the normal case for a busy channel), so
-// it parks and pays a wake-up, some hundreds of ns, for a lock that would
-// have been free a moment later.
-const spins = 64
-
 // lock takes mu and reports the Done calls owed to the strategy.
 func (sh *shared) lock() {
-	locked := false
-	for range spins {
-		if locked = sh.mu.TryLock(); locked {
-			break
-		}
-	}
-	if !locked {
-		sh.mu.Lock()
-	}
+	sh.mu.Lock()
+	sh.settle()
+}
+
+// settle reports the owed Done calls; mu is held.
+func (sh *shared) settle() {
 	for c := sh.owed.Swap(nil); c != nil; {
 		next := c.next
 		sh.s.Done(c.i, c.elapsed)
@@ -176,13 +166,7 @@ func (c *call) done(di balancer.DoneInfo) {
 	sh, child := c.sh, c.child
 	c.elapsed = since(sh.timed, c.start)
 	if sh.mu.TryLock() {
-		// lock's loop, for the calls owed before this one, then this one.
-		for o := sh.owed.Swap(nil); o != nil; {
-			next := o.next
-			sh.s.Done(o.i, o.elapsed)
-			o.release()
-			o = next
-		}
+		sh.settle()
 		sh.s.Done(c.i, c.elapsed)
 		sh.mu.Unlock()
 		c.release()

@@ -2,6 +2,7 @@ package grpcbalancer
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gobalancer/balancer/strategies"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,17 @@ func TestLockFreeMembership(t *testing.T) {
 	}
 	require.ElementsMatch(t, []int{100, 100, 200}, got, "weights 1:1:2")
 	require.Len(t, pickAll(old, 40), 2, "the old picker still has its two members")
+}
+
+// TestLongPeriodKeepsMutex: a schedule too long to replay leaves the policy
+// on the mutex path, and a later update that shortens it goes lock-free.
+func TestLongPeriodKeepsMutex(t *testing.T) {
+	addrs := servers(t, 2)
+	ch := openChannel(t, PolicyName("swrr"), "", addrs, []int{maxSchedule, 1})
+	require.IsType(t, &picker{}, ch.picker(), "period %d > %d", maxSchedule+1, maxSchedule)
+	ch.r.UpdateState(addrState(addrs, []int{2, 1}))
+	require.Eventually(t, func() bool {
+		_, ok := ch.picker().(*lockFreePicker)
+		return ok
+	}, 10*time.Second, 5*time.Millisecond)
 }

@@ -52,7 +52,9 @@ var ignoresElapsed = map[string]bool{
 // 0.1-0.3 µs when waiters yield and retry instead (BenchmarkPickVsGRPC,
 // interleaved, docs/beyond.md). Parking stays the fallback so that a holder
 // descheduled by the OS does not leave waiters spinning through its
-// timeslice.
+// timeslice. Combining (the holder running every waiting pick, waiters
+// spinning on their own call) measured no better: 336 against 304 ns at 64
+// goroutines for least-requests, 7 interleaved rounds, 2026-12-01.
 const yields = 32
 
 // lock takes mu and reports the Done calls owed to the strategy.

@@ -63,6 +63,14 @@ type lbBalancer struct {
 	dyn     strategies.Dynamic         // sh.s when it supports membership changes
 	index   *resolver.EndpointMap[int] // endpoint -> member index in sh.s
 	weights []int                      // member index -> weight given to sh.s
+
+	// The lock-free path (lockfree.go) keeps no strategy between updates:
+	// sel is rebuilt when the weights or the config change, and cur
+	// (position or random state) when the config does.
+	sel    *selector
+	selKey string // cfgKey and weights sel was built with
+	cur    *cursor
+	curKey string // cfgKey cur was built with
 }
 
 func (b *lbBalancer) UpdateClientConnState(s balancer.ClientConnState) error {
@@ -121,7 +129,12 @@ func (b *lbBalancer) UpdateState(state balancer.State) {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.reconcile(ready); err != nil {
+	p, err := b.lockFree(ready)
+	if p == nil && err == nil {
+		err = b.reconcile(ready)
+		p = &picker{sh: b.sh, keyHeader: b.cfg.KeyHeader}
+	}
+	if err != nil {
 		b.sh = nil
 		b.ClientConn.UpdateState(balancer.State{
 			ConnectivityState: connectivity.TransientFailure,
@@ -131,10 +144,40 @@ func (b *lbBalancer) UpdateState(state balancer.State) {
 	}
 	// A new picker value even when sh is unchanged: gRPC re-runs queued
 	// picks only when it receives a new picker.
-	b.ClientConn.UpdateState(balancer.State{
-		ConnectivityState: connectivity.Ready,
-		Picker:            &picker{sh: b.sh, keyHeader: b.cfg.KeyHeader},
-	})
+	b.ClientConn.UpdateState(balancer.State{ConnectivityState: connectivity.Ready, Picker: p})
+}
+
+// lockFree returns a lock-free picker over the ready endpoints, or nil when
+// the strategy needs the mutex (or its period is too long to replay). Each
+// call returns a new picker, as grpc-go's pickers are one per state update;
+// the schedule or table behind it is rebuilt only when the weights change.
+func (b *lbBalancer) lockFree(ready []endpointsharding.ChildState) (balancer.Picker, error) {
+	kind := lockFreeKind(b.cfg.Strategy)
+	if kind == lfNone {
+		return nil, nil
+	}
+	weights := make([]int, len(ready))
+	pickers := make([]balancer.Picker, len(ready))
+	for i, c := range ready {
+		weights[i] = WeightOf(c.Endpoint)
+		pickers[i] = c.State.Picker
+	}
+	if b.cur == nil || b.curKey != b.cfgKey {
+		b.cur, b.curKey = newCursor(kind, b.cfg), b.cfgKey
+	}
+	key := fmt.Sprint(b.cfgKey, weights)
+	if b.sel == nil || b.selKey != key {
+		sel, ok, err := newSelector(kind, b.cfg, weights, b.cur)
+		if err != nil || !ok {
+			b.sel = nil
+			return nil, err
+		}
+		b.sel, b.selKey = sel, key
+	}
+	// The mutex path's strategy is stale now: if the weights later need it
+	// again, reconcile rebuilds it from the endpoints of that moment.
+	b.sh = nil
+	return &lockFreePicker{sel: b.sel, pickers: pickers}, nil
 }
 
 // reconcile makes b.sh's members the ready endpoints. A Dynamic strategy is
@@ -162,7 +205,7 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 	if err != nil {
 		return err
 	}
-	b.sh = &shared{s: s, pickers: pickers}
+	b.sh = newShared(s, b.cfg.Strategy, pickers)
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.shKey, b.index, b.weights = b.cfgKey, index, weights
 	return nil
@@ -172,7 +215,7 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 // before it removes, so a strategy never passes through an empty set.
 func (b *lbBalancer) update(ready []endpointsharding.ChildState) error {
 	sh := b.sh
-	sh.mu.Lock()
+	sh.lock()
 	defer sh.mu.Unlock()
 	seen := resolver.NewEndpointMap[struct{}]()
 	for _, c := range ready {

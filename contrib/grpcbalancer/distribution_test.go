@@ -1,6 +1,7 @@
 package grpcbalancer_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,16 +25,26 @@ func needStrategy(t *testing.T, name string) {
 	require.Contains(t, strategies.Names(), name)
 }
 
-// TestDistribution runs 1000 calls from 16 callers against backends of 1, 2,
-// 5 and 20 ms latency under each policy and checks the shape of the split.
+// TestDistribution runs 1000 calls from 16 callers, then from 64, against
+// backends of 1, 2, 5 and 20 ms latency under each policy and checks the
+// shape of the split. The 64-caller run puts 16 calls in flight per backend
+// on average, through lock-free pickers and the mutex alike; on a 2-core
+// machine the callers take turns on the CPU rather than run at once, so it
+// checks the accounting under contention, not 64-way parallel speed.
 func TestDistribution(t *testing.T) {
+	for _, conc := range []int{callers, 64} {
+		t.Run(fmt.Sprintf("callers=%d", conc), func(t *testing.T) { testDistribution(t, conc) })
+	}
+}
+
+func testDistribution(t *testing.T, conc int) {
 	ctx := guard(t, 25*time.Second)
 	bs := startBackends(t, latencies...)
 
 	run := func(t *testing.T, policy string, weights []int) []int64 {
 		cc := dial(t, bs, weights, lbConfig(policy))
 		warmUp(t, ctx, cc, bs)
-		res := load(ctx, cc, calls, callers)
+		res := load(ctx, cc, calls, conc)
 		require.Zero(t, res.failed, "failed calls: %v", res.errs)
 		require.EqualValues(t, calls, res.ok)
 		c := counts(bs)

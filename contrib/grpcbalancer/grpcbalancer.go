@@ -30,15 +30,32 @@
 // # Concurrency
 //
 // gRPC calls Pick concurrently, but strategies are single-owner. Each
-// channel (not the process) has one mutex around its strategy, held only for
-// one Strategy.Pick or Strategy.Done. Sharding the strategy would remove the
-// lock but also the global view that least-pending needs (each shard would
-// balance only its own share of the calls), so one short critical section
-// per channel is the cheaper correct choice. BenchmarkPick measures it: a
-// whole Pick+Done through the picker (two lock round trips, two clock reads
-// and the Done closure, one 64-byte allocation) took 0.2-0.4 µs on a busy
-// 2-core machine, against 5-70 ns for the bare strategy, next to the tens of
-// µs of a loopback RPC.
+// policy takes one of two paths:
+//
+//   - Lock-free: round-robin, iwrr, swrr, random and weighted-random. Their
+//     Done is a no-op and their Pick depends only on a position or a random
+//     draw, so every state update builds a new picker over an immutable
+//     snapshot, as grpc-go's pickers are: one period of the strategy's own
+//     picks, replayed through an atomic counter (round-robin, iwrr, swrr), or
+//     the eligible members or an alias table drawn with the strategies'
+//     generator advanced by an atomic add (random, weighted-random). Pick
+//     takes no lock and the call's Done is the child's. A schedule whose
+//     period (weights' sum over their GCD) exceeds 65 536 picks keeps the
+//     mutex instead.
+//   - Mutex: least-pending, least-requests, p2c, latency and bounded-hash,
+//     whose every Pick and Done changes per-member state the next pick
+//     reads, and consistent-hash, whose Pick only reads but which the
+//     strategies package does not promise safe for concurrent use. Each
+//     channel (not the process) has one mutex around its strategy, held for
+//     one Strategy.Pick or Strategy.Done. Only Pick waits for it: a Done that
+//     finds it held is left for the next holder to report first, so no pick
+//     misses a completion that returned before it started. The call's Done
+//     is a pooled object, not a closure: no allocation per call.
+//
+// Sharding a load-aware strategy would remove the lock but also the global
+// view that least-pending needs. BenchmarkPickVsGRPC measures both paths
+// against grpc-go's round_robin and least_request; docs/beyond.md has the
+// figures.
 //
 // The gRPC balancer API is experimental; this module pins the grpc-go
 // version it is tested with.

@@ -153,6 +153,9 @@ func (b *lbBalancer) UpdateState(state balancer.State) {
 // the schedule or table behind it is rebuilt only when the weights change.
 func (b *lbBalancer) lockFree(ready []endpointsharding.ChildState) (balancer.Picker, error) {
 	kind := lockFreeKind(b.cfg.Strategy)
+	if b.cfg.SlowStart != nil {
+		kind = lfNone // ramp steps change the strategy on Pick: the mutex path
+	}
 	if kind == lfNone {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gobalancer/balancer/strategies"
 	"google.golang.org/grpc/serviceconfig"
@@ -39,6 +40,26 @@ type Config struct {
 	// KeyHeader names an outgoing metadata key whose first value is hashed
 	// into the routing key when the call's context carries no WithKey key.
 	KeyHeader string `json:"keyHeader,omitempty"`
+	// SlowStart ramps an endpoint that joins or comes back from weight 0
+	// from floor·w to its weight w over a window of wall-clock time
+	// (strategies.WithSlowStart with TimeWindow and time.Now), as Envoy's
+	// slow_start_config. A strategy under slow start takes the mutex path:
+	// its ramp steps change state on Pick.
+	SlowStart *SlowStart `json:"slowStart,omitempty"`
+}
+
+// SlowStart is the config of a slow start:
+//
+//	{"slowStart":{"window":"30s","floor":0.1,"aggression":1}}
+type SlowStart struct {
+	// Window is a Go duration ("30s", "2m"), required and positive.
+	Window string `json:"window"`
+	// Floor is the share of its weight a ramp starts from, in (0, 1]
+	// (default 0.1).
+	Floor float64 `json:"floor,omitempty"`
+	// Aggression shapes the ramp: effective = w·(t/window)^(1/aggression),
+	// 1 is linear (default 1).
+	Aggression float64 `json:"aggression,omitempty"`
 }
 
 // options turns the config into strategy options; unset fields keep the
@@ -59,6 +80,18 @@ func (c *Config) options() []strategies.Option {
 	}
 	if c.Decay != 0 {
 		o = append(o, strategies.WithDecay(c.Decay))
+	}
+	if ss := c.SlowStart; ss != nil {
+		// Window was checked by parseConfig; a bad one cannot reach here.
+		d, _ := time.ParseDuration(ss.Window)
+		floor, aggression := ss.Floor, ss.Aggression
+		if floor == 0 {
+			floor = 0.1
+		}
+		if aggression == 0 {
+			aggression = 1
+		}
+		o = append(o, strategies.WithSlowStart(strategies.TimeWindow(d, time.Now), floor, aggression))
 	}
 	return o
 }
@@ -82,6 +115,11 @@ func parseConfig(js json.RawMessage, strategy string) (*Config, error) {
 		c.Strategy = strategy
 	case c.Strategy == "":
 		c.Strategy = strategies.Default
+	}
+	if ss := c.SlowStart; ss != nil {
+		if _, err := time.ParseDuration(ss.Window); err != nil {
+			return nil, fmt.Errorf("%w: slowStart.window %q: %v", ErrBadConfig, ss.Window, err)
+		}
 	}
 	if _, err := strategies.New(c.Strategy, []int{1}, c.options()...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)

@@ -48,7 +48,10 @@ var _ Dynamic = (*BoundedHash)(nil)
 // NewBoundedHash returns a bounded-load consistent-hashing strategy over
 // members with the given weights.
 func NewBoundedHash(weights []int, opts ...Option) (*BoundedHash, error) {
-	cfg := newConfig(opts)
+	cfg, err := uses("bounded-hash", opts, "WithVirtualNodes", "WithLoadFactor")
+	if err != nil {
+		return nil, err
+	}
 	if !(cfg.loadFactor > 1) || math.IsInf(cfg.loadFactor, 0) {
 		return nil, fmt.Errorf("%w: load factor %v must be > 1", ErrBadOption, cfg.loadFactor)
 	}

@@ -43,6 +43,9 @@ var _ Dynamic = (*ConsistentHash)(nil)
 // NewConsistentHash returns a consistent-hashing strategy over members with
 // the given weights.
 func NewConsistentHash(weights []int, opts ...Option) (*ConsistentHash, error) {
+	if _, err := uses("consistent-hash", opts, "WithVirtualNodes"); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,9 @@ var _ Dynamic = (*IWRR)(nil)
 // with the given weights. With WithRandomStart the first cycle begins at a
 // seeded random member, as kitex's does.
 func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
+	if _, err := uses("iwrr", opts, "WithRandomStart"); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,10 @@ var _ Dynamic = (*Latency)(nil)
 // NewLatency returns a latency-aware strategy over members with the given
 // weights. WithDecay sets the EWMA's weight of a new sample.
 func NewLatency(weights []int, opts ...Option) (*Latency, error) {
-	c := newConfig(opts)
+	c, err := uses("latency", opts, "WithDecay")
+	if err != nil {
+		return nil, err
+	}
 	if !(c.decay > 0 && c.decay <= 1) {
 		return nil, fmt.Errorf("%w: decay %v not in (0, 1]", ErrBadOption, c.decay)
 	}

@@ -50,7 +50,10 @@ var _ Dynamic = (*LeastPending)(nil)
 
 // NewLeastPending returns a least-pending strategy over members with the
 // given weights.
-func NewLeastPending(weights []int, _ ...Option) (*LeastPending, error) {
+func NewLeastPending(weights []int, opts ...Option) (*LeastPending, error) {
+	if _, err := uses("least-pending", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,10 @@ var _ Dynamic = (*LeastRequests)(nil)
 
 // NewLeastRequests returns a least-requests strategy over members with the
 // given weights.
-func NewLeastRequests(weights []int, _ ...Option) (*LeastRequests, error) {
+func NewLeastRequests(weights []int, opts ...Option) (*LeastRequests, error) {
+	if _, err := uses("least-requests", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

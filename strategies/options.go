@@ -1,7 +1,15 @@
 package strategies
 
-// Option configures a strategy at construction. Options a strategy does not
-// use are ignored by it.
+import (
+	"fmt"
+	"slices"
+)
+
+// Option configures a strategy at construction. A constructor refuses an
+// option it has no use for with an error matching ErrBadOption (WithSeed
+// is accepted by every one: a strategy with no randomness has nothing to
+// seed, which is not a setting lost). WithSlowStart is taken only by New
+// and NewSlowStart.
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -11,6 +19,7 @@ type config struct {
 	loadFactor   float64
 	decay        float64
 	slowStart    *slowStart
+	set          []string // the options given, by name, for uses
 }
 
 func defaults() config {
@@ -36,24 +45,47 @@ func WithSeed(seed uint64) Option { return optionFunc(func(c *config) { c.seed =
 
 // WithRandomStart makes round-robin begin at a seeded random member, as brpc
 // does, so that many clients do not all start on member 0.
-func WithRandomStart(on bool) Option { return optionFunc(func(c *config) { c.randomStart = on }) }
+func WithRandomStart(on bool) Option {
+	return optionFunc(func(c *config) { c.randomStart = on; c.set = append(c.set, "WithRandomStart") })
+}
 
 // WithVirtualNodes sets the hashing strategies' ring points per member of
 // average weight (default 160).
-func WithVirtualNodes(n int) Option { return optionFunc(func(c *config) { c.virtualNodes = n }) }
+func WithVirtualNodes(n int) Option {
+	return optionFunc(func(c *config) { c.virtualNodes = n; c.set = append(c.set, "WithVirtualNodes") })
+}
 
 // WithLoadFactor sets bounded-hash's c: no member takes more than
 // ceil(c * mean) pending requests (default 1.25, must be > 1).
-func WithLoadFactor(f float64) Option { return optionFunc(func(c *config) { c.loadFactor = f }) }
+func WithLoadFactor(f float64) Option {
+	return optionFunc(func(c *config) { c.loadFactor = f; c.set = append(c.set, "WithLoadFactor") })
+}
 
 // WithDecay sets the latency strategy's EWMA weight of a new sample, in (0, 1]
 // (default 0.2).
-func WithDecay(a float64) Option { return optionFunc(func(c *config) { c.decay = a }) }
+func WithDecay(a float64) Option {
+	return optionFunc(func(c *config) { c.decay = a; c.set = append(c.set, "WithDecay") })
+}
 
 // WithSlowStart makes New wrap the strategy it builds in a SlowStart, so
 // that members that join or come back from weight 0 ramp from floor·w to w
 // over window (see NewSlowStart; a bad value is an error of New matching
 // ErrBadOption). Constructors called directly (NewSWRR, ...) ignore it.
 func WithSlowStart(window Window, floor, aggression float64) Option {
-	return optionFunc(func(c *config) { c.slowStart = &slowStart{window, floor, aggression} })
+	return optionFunc(func(c *config) {
+		c.slowStart = &slowStart{window, floor, aggression}
+		c.set = append(c.set, "WithSlowStart")
+	})
+}
+
+// uses returns the options' config, or an error naming the first option
+// strategy has no use for: an option is never accepted and ignored.
+func uses(strategy string, opts []Option, used ...string) (config, error) {
+	c := newConfig(opts)
+	for _, name := range c.set {
+		if !slices.Contains(used, name) {
+			return c, fmt.Errorf("%w: %s has no use for %s", ErrBadOption, strategy, name)
+		}
+	}
+	return c, nil
 }

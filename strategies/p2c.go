@@ -26,6 +26,9 @@ var _ Dynamic = (*P2C)(nil)
 // NewP2C returns a power-of-two-choices strategy over members with the given
 // weights.
 func NewP2C(weights []int, opts ...Option) (*P2C, error) {
+	if _, err := uses("p2c", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,9 @@ var _ Dynamic = (*Random)(nil)
 // NewRandom returns a uniform random strategy over members with the given
 // weights.
 func NewRandom(weights []int, opts ...Option) (*Random, error) {
+	if _, err := uses("random", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ var _ Dynamic = (*RoundRobin)(nil)
 // NewRoundRobin returns a round-robin strategy over members with the given
 // weights.
 func NewRoundRobin(weights []int, opts ...Option) (*RoundRobin, error) {
+	if _, err := uses("round-robin", opts, "WithRandomStart"); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

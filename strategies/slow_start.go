@@ -3,6 +3,7 @@ package strategies
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -174,7 +175,10 @@ func NewSlowStart(build Constructor, weights []int, window Window, floor, aggres
 // withoutSlowStart cancels WithSlowStart in opts, so that a build which
 // itself calls New does not wrap twice.
 func withoutSlowStart(opts []Option) []Option {
-	return append(opts[:len(opts):len(opts)], optionFunc(func(c *config) { c.slowStart = nil }))
+	return append(opts[:len(opts):len(opts)], optionFunc(func(c *config) {
+		c.slowStart = nil
+		c.set = slices.DeleteFunc(c.set, func(name string) bool { return name == "WithSlowStart" })
+	}))
 }
 
 // checkScaled refuses a weight whose scaled value the strategies refuse.

@@ -94,7 +94,10 @@ var _ Dynamic = (*SWRR)(nil)
 
 // NewSWRR returns a smooth weighted round-robin strategy over members with
 // the given weights.
-func NewSWRR(weights []int, _ ...Option) (*SWRR, error) {
+func NewSWRR(weights []int, opts ...Option) (*SWRR, error) {
+	if _, err := uses("swrr", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ var _ Dynamic = (*WeightedRandom)(nil)
 // NewWeightedRandom returns a weighted random strategy over members with the
 // given weights.
 func NewWeightedRandom(weights []int, opts ...Option) (*WeightedRandom, error) {
+	if _, err := uses("weighted-random", opts); err != nil {
+		return nil, err
+	}
 	m, err := newMembers(weights)
 	if err != nil {
 		return nil, err

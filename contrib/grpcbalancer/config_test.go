@@ -15,16 +15,17 @@ func TestParseConfig(t *testing.T) {
 		want     string // resulting strategy; "" when an error is expected
 		wantSeed uint64
 	}{
-		"generic default":       {"", `{}`, strategies.Default, 0},
-		"generic empty":         {"", ``, strategies.Default, 0},
-		"generic named":         {"", `{"strategy":"round-robin"}`, "round-robin", 0},
-		"bound":                 {"round-robin", `{}`, "round-robin", 0},
-		"bound same name":       {"round-robin", `{"strategy":"round-robin","seed":7}`, "round-robin", 7},
-		"bound other name":      {"round-robin", `{"strategy":"least-pending"}`, "", 0},
-		"unknown strategy":      {"", `{"strategy":"nope"}`, "", 0},
-		"unknown field (typo)":  {"", `{"stratgy":"round-robin"}`, "", 0},
-		"not an object":         {"", `[1]`, "", 0},
-		"key header and option": {"least-pending", `{"keyHeader":"user-id","randomStart":true}`, "least-pending", 0},
+		"generic default":                    {"", `{}`, strategies.Default, 0},
+		"generic empty":                      {"", ``, strategies.Default, 0},
+		"generic named":                      {"", `{"strategy":"round-robin"}`, "round-robin", 0},
+		"bound":                              {"round-robin", `{}`, "round-robin", 0},
+		"bound same name":                    {"round-robin", `{"strategy":"round-robin","seed":7}`, "round-robin", 7},
+		"bound other name":                   {"round-robin", `{"strategy":"least-pending"}`, "", 0},
+		"unknown strategy":                   {"", `{"strategy":"nope"}`, "", 0},
+		"unknown field (typo)":               {"", `{"stratgy":"round-robin"}`, "", 0},
+		"not an object":                      {"", `[1]`, "", 0},
+		"key header and option":              {"round-robin", `{"keyHeader":"user-id","randomStart":true}`, "round-robin", 0},
+		"option the strategy has no use for": {"least-pending", `{"randomStart":true}`, "", 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := parseConfig(json.RawMessage(tc.js), tc.policy)

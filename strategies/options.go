@@ -70,7 +70,7 @@ func WithDecay(a float64) Option {
 // WithSlowStart makes New wrap the strategy it builds in a SlowStart, so
 // that members that join or come back from weight 0 ramp from floor·w to w
 // over window (see NewSlowStart; a bad value is an error of New matching
-// ErrBadOption). Constructors called directly (NewSWRR, ...) ignore it.
+// ErrBadOption). Constructors called directly (NewSWRR, ...) refuse it.
 func WithSlowStart(window Window, floor, aggression float64) Option {
 	return optionFunc(func(c *config) {
 		c.slowStart = &slowStart{window, floor, aggression}

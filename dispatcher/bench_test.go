@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,29 +22,7 @@ func spin(d time.Duration) {
 // g, so affinity strategies spread the requesters instead of sending every
 // request to the worker of key 0.
 func closedLoop(b *testing.B, d *dispatcher.Dispatcher[int], task dispatcher.Task[int]) {
-	const requesters = 64
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	per := b.N / requesters
-	b.ReportAllocs()
-	b.ResetTimer()
-	for g := range requesters {
-		n := per
-		if g == 0 {
-			n += b.N % requesters
-		}
-		k := d.Key(uint64(g))
-		wg.Go(func() {
-			for range n {
-				if _, err := k.Do(ctx, task); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
+	closedLoopOf(b, d, 64, task)
 }
 
 var tasks = map[string]dispatcher.Task[int]{

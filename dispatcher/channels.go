@@ -173,12 +173,7 @@ func (d *Dispatcher[R]) balanceChannels() {
 	idle := 0 // turns in a row that took nothing
 	for {
 		if d.ctlWaiting.Load() > 0 {
-			select {
-			case f := <-d.ctl:
-				d.ctlWaiting.Add(-1)
-				f()
-			default: // the caller has not reached its send yet: next turn
-			}
+			d.serveControl()
 		}
 		d.observe()
 		// Past open the intake is fenced: what is buffered is all there is.

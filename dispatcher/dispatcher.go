@@ -331,6 +331,18 @@ func (d *Dispatcher[R]) exec(f func() error) error {
 	})
 }
 
+// serveControl runs the control call announced by call (ctlWaiting > 0)
+// if its caller has reached its send. A busy balancer looks at the atomic
+// each turn, not at ctl: a select per turn costs more. Balancer only.
+func (d *Dispatcher[R]) serveControl() {
+	select {
+	case f := <-d.ctl:
+		d.ctlWaiting.Add(-1)
+		f()
+	default: // the caller has not reached its send yet: next turn
+	}
+}
+
 // call runs f on the balancer goroutine, also while it drains after Close.
 func (d *Dispatcher[R]) call(f func() error) error {
 	errc := make(chan error, 1)

@@ -131,12 +131,7 @@ func (d *Dispatcher[R]) balanceRings() {
 	idle := 0 // turns in a row that did nothing
 	for {
 		if d.ctlWaiting.Load() > 0 {
-			select {
-			case f := <-d.ctl:
-				d.ctlWaiting.Add(-1)
-				f()
-			default: // the caller has not reached its send yet: next turn
-			}
+			d.serveControl()
 		}
 		d.observe()
 		progress := e.reap()

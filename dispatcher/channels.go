@@ -55,6 +55,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
+		c.Run = d.runner() // its own sample counter
 		return worker.NewChan(c, i, e.done)
 	})
 	return e

@@ -24,8 +24,8 @@ const LatencyRelativeError = 1.0 / (2 << latSubBits)
 // request is sampled), nor are tasks that panicked or called Goexit, nor
 // requests answered without running (canceled, abandoned).
 //
-// About one task in LatencySampleEvery is timed, chosen at random, so the
-// percentiles are those of a uniform sample: P999 needs some 64 000 tasks
+// One task in LatencySampleEvery is timed (every 64th of each worker), so the
+// percentiles are those of a systematic sample: P999 needs some 64 000 tasks
 // before it rests on more than one timed task.
 type LatencyStats struct {
 	Samples int64         // tasks timed

@@ -62,6 +62,7 @@ func newRings[R any](d *Dispatcher[R], n, depth int) *rings[R] {
 	e.pool = pool.New(n, func(_ int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
+		c.Run = d.runner() // its own sample counter
 		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth)})
 		return worker.New(c)
 	})

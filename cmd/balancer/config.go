@@ -229,7 +229,7 @@ func (c *config) validate(set map[string]bool) error {
 		for _, f := range []string{"requesters", "nRequester", "requests", "speeds", "worker-buffer", "engine", "completion-buffer", "work",
 			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v"} {
 			if set[f] {
-				return fmt.Errorf("-picks runs no workers: -%s has no effect on it", f)
+				return fmt.Errorf("-picks runs no workers: -%s cannot apply to it", f)
 			}
 		}
 	}

@@ -26,7 +26,7 @@ var quantiles = []struct {
 
 // Register creates asynchronous instruments on m that read d's Stats,
 // once per collection for all of them: one callback, one snapshot, so the
-// values of a collection agree with each other and d does nothing for
+// values of a collection agree with each other and d spends nothing on
 // metrics between collections. Unregister the returned Registration
 // before dropping d, or the meter keeps it reachable.
 func Register[R any](m metric.Meter, d *dispatcher.Dispatcher[R]) (metric.Registration, error) {

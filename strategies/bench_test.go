@@ -46,6 +46,41 @@ func BenchmarkPick(b *testing.B) {
 	}
 }
 
+// BenchmarkPickColdKeys is BenchmarkPick for the hashing strategies at
+// 10 000 members with keys drawn at random from 2^20 of them (8 MB of
+// keys), so neither the keys nor the ring's lines they reach stay in
+// cache from one pick to the next, as for an RPC client's many users.
+//
+//	go test -run '^$' -bench 'BenchmarkPickColdKeys' -benchtime 3000000x -count 5 ./strategies/
+func BenchmarkPickColdKeys(b *testing.B) {
+	for _, name := range []string{"consistent-hash", "bounded-hash"} {
+		b.Run(name+"/n=10000", func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 10000))
+			w := make([]int, 10000)
+			for i := range w {
+				w[i] = 1 + r.IntN(100)
+			}
+			s, err := New(name, w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keys := make([]uint64, 1<<20)
+			for i := range keys {
+				keys[i] = r.Uint64()
+			}
+			done := loadAware[name]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for k := range b.N {
+				i := s.Pick(keys[(k*0x9e3779b1)&(len(keys)-1)])
+				if done {
+					s.Done(i, time.Microsecond)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkMembership measures one round of membership calls at n members
 // of weight 1..100: Add, SetWeight of the newcomer to 200 times the largest
 // weight and back (for the rings each of these two rebuilds the ring: the

@@ -134,13 +134,23 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	// path that waits anyway.
 	e.blocked.Add(1)
 	defer e.blocked.Add(-1)
-	select {
-	case e.reqs <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.closing:
-		return ErrClosed
+	t := e.d.own.timer() // once per wait: one of our own tasks? (nested.go)
+	defer e.d.own.done(t)
+	nested := t.C
+	for {
+		select {
+		case e.reqs <- r:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.closing:
+			return ErrClosed
+		case <-nested:
+			nested = nil
+			if e.d.own.mine() {
+				return ErrNestedSubmit
+			}
+		}
 	}
 }
 

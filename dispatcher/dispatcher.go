@@ -38,8 +38,11 @@ type Task[R any] func(ctx context.Context) (R, error)
 // Dispatcher balances tasks returning R over a set of workers. Create it
 // with New and stop it with Close. All methods are safe for concurrent use.
 //
-// A task must not call Do on its own dispatcher and wait for the answer,
-// nor Close it: when every worker waits on itself nothing can progress.
+// A task's blocking submit (Do, Submit, Go) to its own dispatcher that
+// finds no room for 10 ms returns ErrNestedSubmit instead of waiting on,
+// since the room may need the task's own worker. A task should still not
+// wait for the answer of a request it submitted to its own dispatcher (the
+// request may be queued behind the task itself), nor Close it.
 //
 // Cost, measured on 2 cores (docs/performance.md): about the cost of pond
 // v2 per empty task; Do and Go allocate nothing, Submit allocates the Future.
@@ -76,6 +79,7 @@ type Dispatcher[R any] struct {
 	abandonOnce sync.Once
 
 	reqs  sync.Pool
+	own   ownGoroutines         // the workers' goroutines (ErrNestedSubmit)
 	final atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
 
 	b balancer[R] // owned by the balancer goroutine
@@ -189,6 +193,8 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 		Run:      d.runner(),
 		Panicked: d.panicked,
 		Exited:   d.exited,
+		Enter:    d.own.enter,
+		Leave:    d.own.leave,
 	}
 }
 

@@ -60,6 +60,23 @@ func (in *intake[R]) offer() {
 	}
 }
 
+// leaveLine takes a waiter that gives up out of the line, passing on room
+// offered to it meanwhile, and recycles its channel. Takes mu.
+func (in *intake[R]) leaveLine(ch chan struct{}) {
+	in.mu.Lock()
+	if i := slices.Index(in.waitq, ch); i >= 0 {
+		in.waitq = slices.Delete(in.waitq, i, i+1)
+	} else {
+		// Offered room under mu before we took it: the token is in ch.
+		// Take it and pass the offer on.
+		<-ch
+		in.offered--
+		in.offer()
+	}
+	in.mu.Unlock()
+	in.chans.Put(ch)
+}
+
 // wakeAll wakes every waiting submitter (Close: they return ErrClosed).
 // Called with mu held.
 func (in *intake[R]) wakeAll() {
@@ -147,27 +164,32 @@ func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
 		// whenever it leaves room with submitters in line, and Close wakes
-		// them all after moving the lifecycle past open.
-		select {
-		case <-ch:
-			in.mu.Lock()
-			in.offered--
-			offered = true
-		case <-ctx.Done():
-			in.mu.Lock()
-			if i := slices.Index(in.waitq, ch); i >= 0 {
-				in.waitq = slices.Delete(in.waitq, i, i+1)
-			} else {
-				// Offered room under mu before we took it: the token is
-				// in ch. Take it and pass the offer on.
-				<-ch
+		// them all after moving the lifecycle past open. The timer asks,
+		// once per wait, whether this is one of the dispatcher's own tasks
+		// (nested.go).
+		t := d.own.timer()
+		nested := t.C
+		for woke := false; !woke; {
+			select {
+			case <-ch:
+				in.mu.Lock()
 				in.offered--
-				in.offer()
+				offered = true
+				woke = true
+			case <-ctx.Done():
+				d.own.done(t)
+				in.leaveLine(ch)
+				return ctx.Err()
+			case <-nested:
+				nested = nil
+				if d.own.mine() {
+					d.own.done(t)
+					in.leaveLine(ch)
+					return ErrNestedSubmit
+				}
 			}
-			in.mu.Unlock()
-			in.chans.Put(ch)
-			return ctx.Err()
 		}
+		d.own.done(t)
 		in.chans.Put(ch)
 	}
 	if d.life.Load() != lifeOpen {

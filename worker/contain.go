@@ -27,3 +27,15 @@ func contain[T any](cfg *Config[T], item T, finish func()) {
 	cfg.Run(item, finish)
 	normal = true
 }
+
+func enter[T any](cfg *Config[T]) {
+	if cfg.Enter != nil {
+		cfg.Enter()
+	}
+}
+
+func leave[T any](cfg *Config[T]) {
+	if cfg.Leave != nil {
+		cfg.Leave()
+	}
+}

@@ -41,6 +41,10 @@ type Config[T any] struct {
 	// Spawn starts a goroutine owned by the worker's owner; it is used to
 	// replace the worker's goroutine when a task calls runtime.Goexit.
 	Spawn func(func())
+	// Enter and Leave, if set, are called on each goroutine that runs the
+	// worker's loop, when it starts and when it leaves (a normal stop or a
+	// task's Goexit), so the owner can tell its workers' goroutines apart.
+	Enter, Leave func()
 }
 
 // flushEvery bounds how many items a busy worker runs before it publishes
@@ -192,6 +196,7 @@ func (w *Worker[T]) claim(h uint64) T {
 func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 
 func (w *Worker[T]) loop() {
+	enter(&w.cfg)
 	defer w.respawn()
 	for {
 		h := w.head.Load()
@@ -227,6 +232,7 @@ func (w *Worker[T]) loop() {
 // resumes after a deferred call's panic was recovered (recover cannot stop
 // a Goexit, so the loop cannot tell from the item alone).
 func (w *Worker[T]) respawn() {
+	leave(&w.cfg)
 	if !w.exit {
 		w.replaced.Add(1)
 		w.cfg.Spawn(w.loop)

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
@@ -23,8 +22,8 @@ import (
 // worker is full the request case is nil and the balancer only serves
 // completions (and control) until the worker has room.
 type channels[R any] struct {
-	d    *Dispatcher[R]
-	pool *pool.Pool[*worker.Chan[*request[R]]]
+	d *Dispatcher[R]
+	workerSet[*worker.Chan[*request[R]]]
 
 	reqs chan *request[R] // the shared request channel (WithIntakeBuffer)
 	done chan int         // the completion channel (WithCompletionBuffer)
@@ -65,19 +64,10 @@ func (e *channels[R]) send(i int, r *request[R]) { e.pool.Worker(i).Send(r) }
 func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 	return e.pool.Worker(i).TryTake()
 }
-func (e *channels[R]) add() int                 { return e.pool.Add() }
-func (e *channels[R]) remove(i int)             { _ = e.pool.Remove(i) }
-func (e *channels[R]) busy(i int) time.Duration { return e.pool.Worker(i).Busy() }
-func (e *channels[R]) replaced() int64          { return e.pool.Replaced() }
 
 func (e *channels[R]) recycle(r *request[R]) {
 	r.ctx, r.fn = nil, nil
 	e.goReqs.Put(r)
-}
-
-func (e *channels[R]) stop() {
-	e.pool.Stop()
-	e.pool.Wait()
 }
 
 // takeIntake drains the request channel. The intake is fenced (abandon

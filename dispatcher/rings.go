@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"runtime"
-	"time"
 
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
@@ -30,9 +29,9 @@ const (
 // turn, per-worker atomic completion counters, and Go requests handed back
 // through per-worker return rings. Balancer goroutine only.
 type rings[R any] struct {
-	d    *Dispatcher[R]
-	pool *pool.Pool[*worker.Worker[*request[R]]]
-	w    []ringSlot[R]
+	d *Dispatcher[R]
+	workerSet[*worker.Worker[*request[R]]]
+	w []ringSlot[R]
 
 	// backlog is the last intake swapped out; next is the first request of
 	// it not yet dispatched.
@@ -89,19 +88,10 @@ func (e *rings[R]) takeBack(i int) (*request[R], bool) {
 	e.publish()
 	return e.pool.Worker(i).TryTake()
 }
-func (e *rings[R]) add() int                 { return e.pool.Add() }
-func (e *rings[R]) remove(i int)             { _ = e.pool.Remove(i) }
-func (e *rings[R]) busy(i int) time.Duration { return e.pool.Worker(i).Busy() }
-func (e *rings[R]) replaced() int64          { return e.pool.Replaced() }
 
 func (e *rings[R]) recycle(r *request[R]) {
 	r.ctx, r.fn = nil, nil
 	e.free = append(e.free, r)
-}
-
-func (e *rings[R]) stop() {
-	e.pool.Stop()
-	e.pool.Wait()
 }
 
 func (e *rings[R]) takeIntake() []*request[R] {

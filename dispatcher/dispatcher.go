@@ -59,6 +59,7 @@ type Dispatcher[R any] struct {
 	ctl     chan func()
 	onPanic func(*PanicError) // WithPanicHandler
 	lat     *latency          // sampled task run times (Stats.Latency)
+	idxKey  *workerIndexKey   // WithWorkerIndex; nil without it
 
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
@@ -151,6 +152,9 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		onPanic: c.panicHandler,
 		lat:     new(latency),
 	}
+	if c.workerIndex {
+		d.idxKey = new(workerIndexKey)
+	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	var l links[R]
 	switch c.engine {
@@ -190,7 +194,6 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 	return worker.Config[*request[R]]{
 		Depth:    depth,
-		Run:      d.runner(),
 		Panicked: d.panicked,
 		Exited:   d.exited,
 		Enter:    d.own.enter,
@@ -212,13 +215,15 @@ func (d *Dispatcher[R]) wakeBalancer() {
 	}
 }
 
-// runner returns the worker side of a request for one worker: run with
-// that worker's own count of tasks, which picks the tasks it times.
-func (d *Dispatcher[R]) runner() func(*request[R], func()) {
+// runner returns the worker side of a request for worker i: run with
+// that worker's own count of tasks, which picks the tasks it times, and
+// its own indexer (WithWorkerIndex).
+func (d *Dispatcher[R]) runner(i int) func(*request[R], func()) {
 	var n uint32 // tasks this worker ran; its goroutines run one at a time
+	x := d.indexer(i)
 	return func(r *request[R], count func()) {
 		n++
-		d.run(r, count, n%LatencySampleEvery == 0)
+		d.run(r, count, n%LatencySampleEvery == 0, x)
 	}
 }
 
@@ -228,7 +233,7 @@ func (d *Dispatcher[R]) runner() func(*request[R], func()) {
 // a timed run is recorded before both. Only a sampled task reads the
 // clock. (A random draw per task to pick the sample cost a batch of empty
 // Go tasks 14%, benchstat n=10; the per-worker count costs nothing seen.)
-func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool) {
+func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexer) {
 	if d.life.Load() >= lifeAbandoning {
 		count()
 		d.replyErr(r, d.abandon)
@@ -240,11 +245,15 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool) {
 		d.replyErr(r, err)
 		return
 	}
+	ctx := r.ctx
+	if x != nil {
+		ctx = d.taskContext(x, r)
+	}
 	var start time.Time
 	if sampled {
 		start = time.Now()
 	}
-	v, err := r.fn(r.ctx)
+	v, err := r.fn(ctx)
 	if sampled {
 		d.lat.record(time.Since(start))
 	}

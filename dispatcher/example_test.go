@@ -307,3 +307,34 @@ func ExampleKeyed_Submit() {
 	fmt.Println(order)
 	// Output: [0 1 2 3 4]
 }
+
+// Give each worker its own state, used without a lock: a task finds its
+// worker's slot from its context.
+func ExampleWithWorkerIndex() {
+	const workers = 2
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithWorkerIndex())
+	if err != nil {
+		panic(err)
+	}
+	var bytesSeen [workers]int // one per worker: a worker runs one task at a time
+	words := []string{"alpha", "beta", "gamma", "delta"}
+	for _, w := range words {
+		err := d.Go(context.Background(), func(ctx context.Context) (int, error) {
+			i, ok := d.WorkerIndex(ctx)
+			if !ok {
+				return 0, errors.New("no worker index: WithWorkerIndex not given")
+			}
+			bytesSeen[i] += len(w)
+			return 0, nil
+		})
+		if err != nil {
+			panic(err)
+		}
+	}
+	// Close waits for every task and orders their writes before what follows.
+	if err := d.Close(context.Background()); err != nil {
+		panic(err)
+	}
+	fmt.Println(bytesSeen[0] + bytesSeen[1])
+	// Output: 19
+}

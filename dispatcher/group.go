@@ -83,6 +83,10 @@ type groupSlot[R any] struct {
 	c     *groupChunk[R]
 	task  Task[R]
 	index int // position in Wait's result, or -1 while not kept
+	// taskCtx is the group's context with the worker's index
+	// (WithWorkerIndex), set by the worker just before runSlot; nil
+	// without the option.
+	taskCtx context.Context
 }
 
 func (s *groupSlot[R]) Deadline() (time.Time, bool) { return s.g.ctx.Deadline() }
@@ -274,7 +278,11 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 // reported by the dispatcher's containment (see Dispatcher.panicked).
 func (g *Group[R]) runSlot(ctx context.Context) (R, error) {
 	s := ctx.(*groupSlot[R])
-	v, err := s.task(g.ctx)
+	tctx := g.ctx
+	if s.taskCtx != nil {
+		tctx = s.taskCtx
+	}
+	v, err := s.task(tctx)
 	if err != nil {
 		g.failed(s, err)
 	}

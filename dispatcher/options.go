@@ -26,6 +26,7 @@ type config struct {
 	strategyName string
 	strategyOpts []strategies.Option
 	panicHandler func(*PanicError)
+	workerIndex  bool // WithWorkerIndex
 	errs         []error
 
 	// set records which options were given, by name, so New can refuse a

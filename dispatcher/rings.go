@@ -58,10 +58,10 @@ func newRings[R any](d *Dispatcher[R], n, depth int) *rings[R] {
 	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n)}
 	cfg := d.workerConfig(depth)
 	cfg.Completed = d.workerDone
-	e.pool = pool.New(n, func(_ int, spawn func(func())) *worker.Worker[*request[R]] {
+	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
-		c.Run = d.runner() // its own sample counter
+		c.Run = d.runner(i) // its own sample counter and index
 		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth)})
 		return worker.New(c)
 	})

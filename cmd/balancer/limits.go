@@ -10,8 +10,10 @@ import (
 // Bounds on the flags that size or time a run: past them a run would
 // exhaust memory or never end, so they are bad input (exit 2) instead.
 const (
-	maxRequesters = 1 << reqBits        // the tracker's routing key names the requester in reqBits
-	maxRequests   = 1 << (64 - reqBits) // and the request in the rest: 2^48, years of requests
+	// Each requester is a goroutine blocked in Do: 2^16 of them hold at
+	// least 128 MB of stacks. 2^48 requests take years.
+	maxRequesters = 1 << 16
+	maxRequests   = 1 << 48
 	// A request's mean CPU work: beyond a second, a run of the default
 	// 10000 requests on 2 cores takes hours, and a duration near 2^63 ns
 	// overflows the busy loop's iteration count.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gobalancer/balancer/dispatcher"
-	"github.com/gobalancer/balancer/strategies"
 )
 
 // grace is how long an interrupted run lets in-flight requests finish
@@ -80,26 +79,11 @@ func (c *config) setupWith(vary func(*setup)) setup {
 // lets in-flight ones drain for grace, then cancels them, and returns the
 // partial result, marked Interrupted.
 func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer) (*result, error) {
-	weights := c.weightsOrEqual()
-	inner, err := strategies.New(s.strategy, weights, strategies.WithSeed(c.seed))
+	d, err := dispatcher.New[uint64](dispatcherOptions(c, s)...)
 	if err != nil {
 		return nil, err
 	}
-	tr, strat := newTracker(inner, c, c.plot != "")
-	opts := []dispatcher.Option{
-		dispatcher.WithEngine(s.engine),
-		dispatcher.WithWeights(weights...),
-		dispatcher.WithWorkerBuffer(s.workerBuffer),
-		dispatcher.WithIntakeBuffer(s.intake),
-		dispatcher.WithStrategy(strat),
-	}
-	if s.completion >= 0 {
-		opts = append(opts, dispatcher.WithCompletionBuffer(s.completion))
-	}
-	d, err := dispatcher.New[uint64](opts...)
-	if err != nil {
-		return nil, err
-	}
+	ws := newWorkers(c, c.plot != "")
 	itersPerNs() // calibrate before the clock starts
 
 	// Bounded whatever -requests is: a histogram and four counters, not a
@@ -113,17 +97,17 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	defer cancelWork()
 
 	mon := startMonitor(d, c, s.strategy, &answered, stderr)
-	ch := startChurn(d, c, weights)
+	ch := startChurn(d, c, c.weightsOrEqual())
 	start := time.Now()
 	var wg sync.WaitGroup
-	for r := range c.requesters {
+	for range c.requesters {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				t := next.Add(1) - 1
 				if t >= int64(c.requests) {
 					return
 				}
-				lat, err := request(workCtx, d, tr, p, int(t), r)
+				lat, err := request(workCtx, d, ws, p, int(t), c.keys)
 				hist.Record(lat.Nanoseconds())
 				outs.add(err)
 				answered.Add(1)
@@ -153,19 +137,32 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	if ch.err != nil {
 		fmt.Fprintf(stderr, "balancer: -churn stopped: %v\n", ch.err)
 	}
+	st := d.Stats()
 	res := &result{
-		Report:   buildReport(c, s, &hist, &outs, elapsed, d.Stats()),
-		speeds:   tr.speeds,
-		cum:      tr.cum,
+		Report:   buildReport(c, s, &hist, &outs, elapsed, st),
+		speeds:   ws.speeds(len(st.Workers)),
+		cum:      ws.cum,
 		samples:  mon.samples,
 		replaced: ch.count,
 	}
 	return res, nil
 }
 
-// request submits request t of requester r and waits for its answer,
-// with its context cancelled as the plan says.
-func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker, p *plan, t, r int) (time.Duration, error) {
+// errNoWorkerIndex: a task's context did not carry its worker's index,
+// which the demo's dispatcher is built to give (dispatcherOptions).
+var errNoWorkerIndex = errors.New("the task's context has no worker index")
+
+// routeKey is the routing key of request t: t mod -keys, or t.
+func routeKey(t, keys uint64) uint64 {
+	if keys == 0 {
+		return t
+	}
+	return t % keys
+}
+
+// request submits request t and waits for its answer, with its context
+// cancelled as the plan says.
+func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], ws *workers, p *plan, t, keys int) (time.Duration, error) {
 	work, panics, after := p.at(t)
 	if after >= 0 {
 		var cancel context.CancelFunc
@@ -179,7 +176,12 @@ func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker,
 		}
 	}
 	task := func(ctx context.Context) (uint64, error) {
-		x, err := spin(ctx, iterations(time.Duration(float64(work)/tr.speedOf(t, r))), uint64(t))
+		i, ok := d.WorkerIndex(ctx)
+		if !ok {
+			return 0, errNoWorkerIndex
+		}
+		ws.ran(i)
+		x, err := spin(ctx, iterations(time.Duration(float64(work)/ws.speed(i))), uint64(t))
 		if err != nil {
 			return 0, err
 		}
@@ -189,9 +191,7 @@ func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], tr *tracker,
 		return x, nil
 	}
 	start := time.Now()
-	// The key names the request and its requester for the tracker, which
-	// maps it to the routing key of -keys before the real strategy sees it.
-	_, err := d.Key(requestKey(t, r)).Do(ctx, task)
+	_, err := d.Key(routeKey(uint64(t), uint64(keys))).Do(ctx, task)
 	return time.Since(start), err
 }
 
@@ -220,7 +220,7 @@ func startChurn(d *dispatcher.Dispatcher[uint64], c *config, weights []int) *chu
 			}
 			// Add before removing, so a live worker always exists. The new
 			// worker (index n+count) clones the removed one (index count):
-			// same weight here, same speed in the tracker.
+			// same weight here, same speed (workers.speed).
 			if _, err := d.AddWorker(weights[ch.count%len(weights)]); err != nil {
 				ch.err = err
 				return

@@ -36,12 +36,18 @@ func TestCloseDrainsQueued(t *testing.T) {
 		}
 		closed := make(chan error, 1)
 		go func() { closed <- d.Close(context.Background()) }()
+		// No poll: the workers are blocked, so the intake takes a few more
+		// submits at most and the next one waits until Close fences the
+		// intake, and returns ErrClosed then.
 		within(t, 10*time.Second, "Close fences intake", func() {
 			for {
-				if _, err := d.Submit(context.Background(), ok(0)); errors.Is(err, dispatcher.ErrClosed) {
+				_, err := d.Submit(context.Background(), ok(0))
+				if errors.Is(err, dispatcher.ErrClosed) {
 					return
 				}
-				time.Sleep(time.Millisecond)
+				if !assert.NoError(t, err) {
+					return
+				}
 			}
 		})
 		select {
@@ -289,6 +295,8 @@ func TestSubmitRacesClose(t *testing.T) {
 					}
 				})
 			}
+			// How far the submitters get before Close races them, varied
+			// per round: the sleep is the race's axis, not a wait for a state.
 			time.Sleep(time.Duration(round%4) * time.Millisecond)
 			ctx := context.Background()
 			var cancel context.CancelFunc = func() {}

@@ -89,13 +89,15 @@ func TestGroupFirstErrorCancels(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		g := d.Group(context.Background())
 		var ran atomic.Int32
+		queued := make(chan struct{})
 		require.NoError(t, g.Go(func(context.Context) (int, error) {
-			time.Sleep(5 * time.Millisecond) // the others are queued by then
+			<-queued // fail only once every other task is in the group
 			return 0, errBoom
 		}))
 		for range n - 1 {
 			require.NoError(t, g.Go(untilCancelled(&ran)))
 		}
+		close(queued)
 		within(t, 10*time.Second, "cancellation", func() { <-g.Context().Done() })
 		require.ErrorIs(t, context.Cause(g.Context()), errBoom)
 		require.ErrorIs(t, g.Go(ok(1)), context.Canceled, "Go after the cancellation")

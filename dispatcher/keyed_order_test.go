@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -63,31 +64,35 @@ func seq(n int) []int {
 // after request 15).
 func TestKeyedConsistentHashKeepsOrder(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4),
-			dispatcher.WithStrategyName("consistent-hash"))
-		var rec recorder
-		gate := make(chan struct{})
-		fs := make([]*dispatcher.Future[int], 200)
-		for k := range fs {
-			g := gate
-			if k > 0 {
-				g = nil
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4),
+				dispatcher.WithStrategyName("consistent-hash"))
+			var rec recorder
+			gate := make(chan struct{})
+			fs := make([]*dispatcher.Future[int], 200)
+			for k := range fs {
+				g := gate
+				if k > 0 {
+					g = nil
+				}
+				f, err := d.Key(42).Submit(context.Background(), rec.task(k, g))
+				require.NoError(t, err)
+				fs[k] = f
 			}
-			f, err := d.Key(42).Submit(context.Background(), rec.task(k, g))
-			require.NoError(t, err)
-			fs[k] = f
-		}
-		// Nothing overtakes the held first request.
-		time.Sleep(20 * time.Millisecond)
-		assert.Empty(t, rec.order(), "a later request ran before the first")
-		close(gate)
-		for k, f := range fs {
-			v, err := waitFuture(t, f, 10*time.Second)
-			require.NoError(t, err)
-			require.Equal(t, k, v)
-		}
-		assert.Equal(t, seq(200), rec.order())
-		assert.Equal(t, 1, workersUsed(d), "one key, one worker")
+			// Every goroutine of the bubble is blocked, the first task on
+			// its gate: whatever could overtake it has had its chance.
+			synctest.Wait()
+			assert.Empty(t, rec.order(), "a later request ran before the first")
+			close(gate)
+			for k, f := range fs {
+				v, err := f.Wait(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, k, v)
+			}
+			assert.Equal(t, seq(200), rec.order())
+			assert.Equal(t, 1, workersUsed(d), "one key, one worker")
+			closeBubble(t, d)
+		})
 	})
 }
 

@@ -62,7 +62,15 @@ type links[R any] interface {
 	stop()
 }
 
-// slot is the balancer's view of one worker.
+// slot is the balancer's view of one worker and the dispatcher's one
+// record of its weight, pending count and removal: the per-request checks
+// (hasRoom, isLive) read them here, with no call and no other cache line.
+// A dynamic strategy keeps its own weight and removal (and, if it balances
+// on load, pending) because strategies is a standalone package, used
+// without a dispatcher too; AddWorker, RemoveWorker, SetWeight and Resize
+// change both copies in one balancer call, and the dispatcher never reads
+// the strategy's. The worker's closed flag is the removal delivered to its
+// goroutine; the pool asks it, the balancer never does.
 type slot struct {
 	weight     int
 	pending    int

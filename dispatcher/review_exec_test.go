@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,44 +56,44 @@ func (g *gated) SetWeight(i, weight int) error { return g.dyn.SetWeight(i, weigh
 // AddWorker succeeds and a worker joins a draining dispatcher.
 func TestReviewAddWorkerAfterCloseBegan(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		g := newGated(t, 2)
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(g))
-		require.NoError(t, err)
-		closedAtAdd := make(chan bool, 1)
-		g.onAdd = func() {
-			_, err := d.TrySubmit(context.Background(), ok(0))
-			closedAtAdd <- errors.Is(err, dispatcher.ErrClosed)
-		}
-		g.armed.Store(true)
-		f, err := d.Submit(context.Background(), ok(1))
-		require.NoError(t, err)
-		<-g.entered // the balancer is inside Pick
-
-		added := make(chan error, 1)
-		go func() { _, err := d.AddWorker(1); added <- err }()
-		time.Sleep(20 * time.Millisecond) // AddWorker is past its lifecycle check, waiting for the balancer
-
-		closed := make(chan error, 1)
-		go func() { closed <- d.Close(context.Background()) }()
-		within(t, 5*time.Second, "Close fences the intake", func() {
-			for {
-				if _, err := d.TrySubmit(context.Background(), ok(2)); errors.Is(err, dispatcher.ErrClosed) {
-					return
-				}
-				time.Sleep(time.Millisecond)
+		// In a bubble, so each step waits for the previous one to be
+		// blocked where the test needs it (synctest.Wait), not for a guess
+		// at how long that takes.
+		synctest.Test(t, func(t *testing.T) {
+			g := newGated(t, 2)
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(g))
+			closedAtAdd := make(chan bool, 1)
+			g.onAdd = func() {
+				_, err := d.TrySubmit(context.Background(), ok(0))
+				closedAtAdd <- errors.Is(err, dispatcher.ErrClosed)
 			}
+			g.armed.Store(true)
+			f, err := d.Submit(context.Background(), ok(1))
+			require.NoError(t, err)
+			<-g.entered // the balancer is inside Pick
+
+			added := make(chan error, 1)
+			go func() { _, err := d.AddWorker(1); added <- err }()
+			synctest.Wait() // AddWorker is past its lifecycle check, waiting for the balancer
+
+			closed := make(chan error, 1)
+			go func() { closed <- d.Close(context.Background()) }()
+			synctest.Wait() // Close has fenced the intake and waits for the balancer
+			_, err = d.TrySubmit(context.Background(), ok(2))
+			require.ErrorIs(t, err, dispatcher.ErrClosed, "Close fences the intake")
+
+			close(g.gate)
+			addErr := <-added
+			require.NoError(t, <-closed)
+			_, err = f.Wait(context.Background())
+			require.NoError(t, err)
+			select {
+			case c := <-closedAtAdd:
+				require.False(t, c, "the worker was added while the dispatcher was draining (Submit answered ErrClosed at that moment), and AddWorker returned %v", addErr)
+			default:
+			}
+			require.ErrorIs(t, addErr, dispatcher.ErrClosed)
+			<-d.Done()
 		})
-		close(g.gate)
-		var addErr error
-		within(t, 5*time.Second, "AddWorker", func() { addErr = <-added })
-		within(t, 5*time.Second, "Close", func() { require.NoError(t, <-closed) })
-		_, err = waitFuture(t, f, 5*time.Second)
-		require.NoError(t, err)
-		select {
-		case c := <-closedAtAdd:
-			require.False(t, c, "the worker was added while the dispatcher was draining (Submit answered ErrClosed at that moment), and AddWorker returned %v", addErr)
-		default:
-		}
-		require.ErrorIs(t, addErr, dispatcher.ErrClosed)
 	})
 }

@@ -21,9 +21,14 @@ type workerSet[W member] struct {
 }
 
 func (s *workerSet[W]) add() int                 { return s.pool.Add() }
-func (s *workerSet[W]) remove(i int)             { _ = s.pool.Remove(i) }
 func (s *workerSet[W]) busy(i int) time.Duration { return s.pool.Worker(i).Busy() }
 func (s *workerSet[W]) replaced() int64          { return s.pool.Replaced() }
+
+// remove closes worker i. The balancer's slot is its record of membership
+// and it removes only a worker its slot says is live; the pool's refusal
+// (ErrNoWorker, asked of the worker) guards other callers and cannot
+// happen here.
+func (s *workerSet[W]) remove(i int) { _ = s.pool.Remove(i) }
 
 // stop stops every worker and waits for all their goroutines.
 func (s *workerSet[W]) stop() {

@@ -5,9 +5,14 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
+
+// ErrNoWorker is returned by Remove for an index that was never handed out
+// or whose worker is already closed.
+var ErrNoWorker = errors.New("pool: no live worker")
 
 // Member is what the pool needs of a worker (worker.Worker or worker.Chan).
 type Member interface {
@@ -16,6 +21,9 @@ type Member interface {
 	Start()
 	// Close makes the worker exit once it has run what it was given.
 	Close()
+	// Closed reports whether Close was called. The pool keeps no copy:
+	// a worker must know it was closed to exit, so it is the one owner.
+	Closed() bool
 	// Replaced returns how many of its goroutines a task's Goexit replaced.
 	Replaced() int64
 }
@@ -25,12 +33,13 @@ type Pool[W Member] struct {
 	make    func(i int, spawn func(func())) W
 	spawn   func(func())
 	workers []W
-	closed  []bool
 	wg      sync.WaitGroup
 }
 
 // New starts n workers, each built by make with its index and the spawn
 // function it must start its goroutines with (the pool owns them all).
+// spawn is an argument, not a field the pool writes into a configuration
+// the caller built, so the pool never overwrites a Spawn the caller set.
 func New[W Member](n int, make func(i int, spawn func(func())) W) *Pool[W] {
 	p := &Pool[W]{make: make}
 	p.spawn = func(f func()) { p.wg.Go(f) }
@@ -45,7 +54,6 @@ func (p *Pool[W]) Add() int {
 	i := len(p.workers)
 	w := p.make(i, p.spawn)
 	p.workers = append(p.workers, w)
-	p.closed = append(p.closed, false)
 	w.Start()
 	return i
 }
@@ -54,16 +62,18 @@ func (p *Pool[W]) Add() int {
 // read counters from.
 func (p *Pool[W]) Worker(i int) W { return p.workers[i] }
 
-// Live reports whether worker i exists and has not been removed.
-func (p *Pool[W]) Live(i int) bool { return i >= 0 && i < len(p.workers) && !p.closed[i] }
+// live reports whether worker i exists and has not been closed.
+func (p *Pool[W]) live(i int) bool {
+	return i >= 0 && i < len(p.workers) && !p.workers[i].Closed()
+}
 
 // Remove closes worker i: it runs what it has queued, counts it and
-// exits. Nothing must be given to it afterwards.
+// exits. Nothing must be given to it afterwards. An index that is not a
+// live worker is ErrNoWorker.
 func (p *Pool[W]) Remove(i int) error {
-	if !p.Live(i) {
-		return fmt.Errorf("pool: no live worker %d", i)
+	if !p.live(i) {
+		return fmt.Errorf("%w: %d", ErrNoWorker, i)
 	}
-	p.closed[i] = true
 	p.workers[i].Close()
 	return nil
 }
@@ -79,10 +89,9 @@ func (p *Pool[W]) Replaced() int64 {
 
 // Stop removes every live worker. Wait then returns once all have exited.
 func (p *Pool[W]) Stop() {
-	for i := range p.workers {
-		if !p.closed[i] {
-			p.closed[i] = true
-			p.workers[i].Close()
+	for _, w := range p.workers {
+		if !w.Closed() {
+			w.Close()
 		}
 	}
 }

@@ -60,30 +60,32 @@ func waitBounded(t *testing.T, p *pool.Pool[*worker.Worker[int]]) {
 }
 
 // TestAddRemove: indices are handed out in order and never reused; a
-// removed worker is not live and cannot be removed again.
+// removed worker is closed and cannot be removed again; Stop closes the
+// rest.
 func TestAddRemove(t *testing.T) {
 	var sum atomic.Int64
 	p := newPool(3, &sum)
 	require.Equal(t, 3, p.Len())
 	for i := range 3 {
-		require.True(t, p.Live(i))
+		require.False(t, p.Worker(i).Closed())
 	}
-	require.False(t, p.Live(-1))
-	require.False(t, p.Live(3))
 
 	require.NoError(t, p.Remove(1))
-	require.False(t, p.Live(1))
-	require.Error(t, p.Remove(1), "removed twice")
-	require.Error(t, p.Remove(7), "no such worker")
+	require.True(t, p.Worker(1).Closed())
+	require.False(t, p.Worker(0).Closed(), "only the removed worker is closed")
+	require.ErrorIs(t, p.Remove(1), pool.ErrNoWorker, "removed twice")
+	require.ErrorIs(t, p.Remove(7), pool.ErrNoWorker, "no such worker")
+	require.ErrorIs(t, p.Remove(-1), pool.ErrNoWorker, "no such worker")
 	require.Equal(t, 3, p.Add(), "a removed index is not reused")
 	require.Equal(t, 4, p.Add())
 	require.Equal(t, 5, p.Len())
-	require.True(t, p.Live(3))
-	require.False(t, p.Live(1))
+	require.False(t, p.Worker(3).Closed())
+	require.NoError(t, p.Remove(3))
 
 	p.Stop()
 	for i := range p.Len() {
-		require.False(t, p.Live(i))
+		require.True(t, p.Worker(i).Closed(), "worker %d", i)
+		require.ErrorIs(t, p.Remove(i), pool.ErrNoWorker)
 	}
 	waitBounded(t, p)
 }

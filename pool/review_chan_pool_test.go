@@ -13,9 +13,9 @@ import (
 )
 
 // TestReviewChanPoolRemoveThenStop: a pool of channel workers (whose Close
-// closes a channel, so a second Close panics): Remove then Stop closes each
-// worker once, Goexit replacements are owned by the pool's Wait, and
-// Replaced counts removed workers' replacements too.
+// closes a channel): Remove then Stop closes each worker once, Goexit
+// replacements are owned by the pool's Wait, and Replaced counts removed
+// workers' replacements too.
 func TestReviewChanPoolRemoveThenStop(t *testing.T) {
 	done := make(chan int, 64)
 	var ran atomic.Int64
@@ -41,7 +41,7 @@ func TestReviewChanPoolRemoveThenStop(t *testing.T) {
 	require.NoError(t, p.Remove(1))
 	p.Worker(0).Send(-1)
 	p.Worker(2).Send(7)
-	require.NotPanics(t, p.Stop, "Stop after Remove closes the removed worker again")
+	require.NotPanics(t, p.Stop, "Stop after Remove must not close the removed worker again")
 	waited := make(chan struct{})
 	go func() { p.Wait(); close(waited) }()
 	select {

@@ -12,7 +12,7 @@ import (
 // Depth items sent and not yet reported on the completion channel); then a
 // send never waits for anything but the worker reaching its receive.
 //
-// Send, TryTake and Close are for the one producer; Busy and Replaced may
+// Send, TryTake, Close and Closed are for the one producer; Busy and Replaced may
 // be called from any goroutine; the rest belongs to the worker goroutine.
 type Chan[T any] struct {
 	cfg      Config[T]
@@ -23,6 +23,7 @@ type Chan[T any] struct {
 	stopped  chan struct{}
 	replaced atomic.Int64
 	busy     atomic.Int64 // nanoseconds spent running finished items
+	closed   bool         // Close was called; producer only
 
 	ran     int // items since the busy time was last published
 	counted bool
@@ -69,8 +70,18 @@ func (w *Chan[T]) TryTake() (item T, ok bool) {
 }
 
 // Close makes the worker exit once it has run every item already sent.
-// Nothing may be sent afterwards.
-func (w *Chan[T]) Close() { close(w.in) }
+// Nothing may be sent afterwards. A second Close does nothing: the flag,
+// not the channel, says it was closed, because a closed channel cannot be
+// asked without receiving from it.
+func (w *Chan[T]) Close() {
+	if !w.closed {
+		w.closed = true
+		close(w.in)
+	}
+}
+
+// Closed reports whether Close was called. Producer only.
+func (w *Chan[T]) Closed() bool { return w.closed }
 
 // Start runs the worker's loop on a goroutine started by cfg.Spawn.
 func (w *Chan[T]) Start() { w.cfg.Spawn(w.loop) }

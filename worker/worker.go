@@ -58,7 +58,7 @@ type pad [64]byte
 // Worker is one worker: its ring and its run loop. Create it with New,
 // start it with Start, stop it with Close (after running what is queued).
 //
-// Put, Publish, TryTake and Close are for one producer goroutine;
+// Put, Publish, TryTake, Close and Closed are for one producer goroutine;
 // Wake and the counters may be used from any goroutine; the rest belongs to
 // the worker goroutine.
 type Worker[T any] struct {
@@ -154,6 +154,10 @@ func (w *Worker[T]) Close() {
 	w.closed.Store(true)
 	w.Wake()
 }
+
+// Closed reports whether Close was called. Producer only (the load is
+// atomic because the worker reads the flag too).
+func (w *Worker[T]) Closed() bool { return w.closed.Load() }
 
 // Stopped is closed when the worker's loop has exited for good.
 func (w *Worker[T]) Stopped() <-chan struct{} { return w.stopped }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,12 +101,20 @@ func TestBackendGoesAway(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		t.Run(method, func(t *testing.T) {
 			ctx := guard(t, 20*time.Second)
-			bs := startBackends(t, 2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond)
+			var calls atomic.Int64
+			third := make(chan struct{})
+			bs := startBackendsHook(t, func() {
+				if calls.Add(1) == requests/3 {
+					close(third)
+				}
+			}, 2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond, 2*time.Millisecond)
 			proxy := startProxy(t, bs, strategies.Default, nil)
 			killed := make(chan int64)
 			go func() {
-				for bs[0].calls.Load()+bs[1].calls.Load()+bs[2].calls.Load()+bs[3].calls.Load() < requests/3 {
-					time.Sleep(time.Millisecond)
+				select {
+				case <-third:
+				case <-ctx.Done():
+					// The load failed first; load reports why.
 				}
 				_ = bs[3].Listener.Close()
 				bs[3].CloseClientConnections()

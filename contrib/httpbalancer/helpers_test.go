@@ -36,11 +36,20 @@ type backend struct {
 
 func startBackends(t *testing.T, latencies ...time.Duration) []*backend {
 	t.Helper()
+	return startBackendsHook(t, func() {}, latencies...)
+}
+
+// startBackendsHook is startBackends whose backends call hook on every
+// call, after counting it: a test can wait for a number of calls as an
+// event instead of polling the counters.
+func startBackendsHook(t *testing.T, hook func(), latencies ...time.Duration) []*backend {
+	t.Helper()
 	var bs []*backend
 	for i, l := range latencies {
 		b := &backend{}
 		b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b.calls.Add(1)
+			hook()
 			_, _ = io.Copy(io.Discard, r.Body)
 			tm := time.NewTimer(l)
 			defer tm.Stop()

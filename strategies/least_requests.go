@@ -25,11 +25,15 @@ func init() {
 // the new weights below 2 (worst 1.98 in the tests' random sequences; see
 // SWRR).
 //
-// Pick and Done cost O(log n) and allocate nothing: a pick of an idle
-// member is swrr's pick plus a push onto the busy heap, its Done the
-// removal; with requests pending longer, a busy member reaching swrr's top
-// costs one pop and its Done a push back. A membership change costs O(n),
-// as swrr's does. Not safe for concurrent use.
+// Pick and Done allocate nothing. A pick of an idle member is swrr's pick,
+// O(log n), plus a push onto the busy heap, its Done the removal; a busy
+// member reaching swrr's top costs one pop, its Done a push back. While
+// members are held their slots go unused, and when no idle member's window
+// is open the clock steps over those slots, about W/W_idle − 1 a pick
+// (W_idle the weight not held), one wheel bucket each; only when the idle
+// members' weight is below about 1/64 of W does a pick scan every member,
+// O(n). A membership change costs O(n), as swrr's does. Not safe for
+// concurrent use.
 type LeastRequests struct {
 	tie  SWRR // the tie order among idle members, and the membership
 	ent  []lrEnt

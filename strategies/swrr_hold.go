@@ -8,8 +8,8 @@ package strategies
 // next one nobody is ever held and the order is exactly swrr's.
 
 // next returns the member Pick would return, without picking it: it does
-// what Pick does first (move the keys' base, or the clock past slots where
-// no window is open), so that the member is at the top of the heap and a
+// what Pick does first (move the keys' base, or the clock to the next slot
+// where a window opens), so that the member is at the top of the heap and a
 // Pick that follows takes it. At least one member must have a window.
 func (s *SWRR) next() int {
 	if !s.wide && s.t >= s.rebaseAt {
@@ -17,7 +17,7 @@ func (s *SWRR) next() int {
 	}
 	if s.wide {
 		if s.elig.len() == 0 {
-			s.skipIdle()
+			s.skipToOpen()
 			for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
 				s.elig.push(j, s.ent[j].end(), s.ent[j].start)
 			}
@@ -25,13 +25,31 @@ func (s *SWRR) next() int {
 		return int(s.elig.top().idx)
 	}
 	if s.pk.len() == 0 {
-		s.skipIdle()
-		s.setBase(s.t)
+		s.skipToOpen()
+		s.setBase(s.t) // no key is held: the base moves with the clock
 		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
 			s.pk.push(j, s.key(j))
 		}
 	}
 	return int(s.pk.e[0].idx)
+}
+
+// skipToOpen moves the clock to the first slot where a window opens, when
+// none is open: where skipIdle, which scans every member, moves it. Held
+// members leave their slots unused, so the others run ahead of the clock
+// and this happens about every pick while some are held: it steps over the
+// slots on the wheel (about W/W_idle − 1 a pick, W_idle the weight not
+// held, one bucket each) and scans only after 64 without an opening, when
+// the idle members' weight is below about 1/64 of W.
+func (s *SWRR) skipToOpen() {
+	for range 64 {
+		s.t++
+		if j := s.unpark(s.t); j >= 0 {
+			s.park(j) // the caller takes every member opening here
+			return
+		}
+	}
+	s.skipIdle()
 }
 
 // holdTop takes the member next returned out of the order, keeping its

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"flag"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -15,21 +16,25 @@ import (
 // picks_i(t) is how many of the first t picks after the change went to i;
 // the lag from the change is the largest |…| over members and prefixes t up
 // to the next change. That is MaxLag(w′, picks after the change). "No
-// burst" promises it below 2 for swrr: a member owed a pick before the
-// change may take it (up to one ahead), plus less than one of rounding.
-// least-requests promises no bound: its tie order (midpoints, no windows)
-// shows up to 2.24 counted from arbitrary picks of runs without any
-// change, and random changes reach 3.4 (about 15 000 fuzz-style sequences),
-// since members that
-// come and go leave its turns unevenly spread. It is held to 4 here, as a
-// guard against bursts like the old ones. The issue's raises went to 2.6
-// and 24.4 (49 picks in a row) under swrr and 25.4 under least-requests,
-// and the worst of 1500 random changes to 18.2 and 83.1.
+// burst" promises it below 2, for swrr and for least-requests: a member owed
+// a pick before the change may take it (up to one ahead), plus less than
+// one of rounding. least-requests' tie order is swrr's over its idle
+// members, and here every pick is completed at once, so its picks are
+// swrr's (TestLeastRequestsTiesAreSWRR) and so are its lags: worst 1.986 in
+// 20 000 random sequences per strategy (TestLagAfterRandomSequences with
+// -lagsequences 20000), 1.934 in TestLagAfterRandomChanges. Before, the
+// issue's raises went to 2.6 and 24.4 (49 picks in a row) under swrr and
+// 25.4 under least-requests, the worst of 1500 random changes to 18.2 and
+// 83.1, and least-requests' midpoint order without windows, once those
+// were fixed, still to 3.4.
 
-// smoothAfterChange are the strategies checked, with their bound.
+// smoothAfterChange are the strategies checked.
 var smoothAfterChange = []string{"swrr", "least-requests"}
 
-var lagBound = map[string]float64{"swrr": 2, "least-requests": 4}
+// lagBound is the bound on the lag from a change both promise.
+const lagBound = 2.0
+
+var lagSequences = flag.Int("lagsequences", 150, "random change sequences TestLagAfterRandomSequences runs per strategy")
 
 // changeRun drives a strategy through changes, completing every pick at
 // once (only the tie order of least-requests is measured), and keeps the
@@ -51,7 +56,9 @@ func (r *changeRun) picks(n int) []int {
 	out := make([]int, n)
 	for k := range out {
 		i := r.s.Pick(0)
-		require.True(r.t, i >= 0 && i < len(r.weight) && r.weight[i] > 0, "%s: picked %d, weights %v", r.name, i, r.weight)
+		if i < 0 || i >= len(r.weight) || r.weight[i] == 0 {
+			require.Failf(r.t, "bad pick", "%s: picked %d, weights %v", r.name, i, r.weight)
+		}
 		r.s.Done(i, time.Millisecond)
 		out[k] = i
 	}
@@ -114,7 +121,7 @@ func TestRaiseDoesNotBurst(t *testing.T) {
 				require.True(t, r.setWeight(tc.i, tc.to))
 				after := r.picks(3 * sum(r.weight))
 				lag := MaxLag(r.weight, after)
-				require.Less(t, lag, lagBound[name], "%s %v, %d picks, SetWeight(%d, %d)", name, tc.w, k, tc.i, tc.to)
+				require.Less(t, lag, lagBound, "%s %v, %d picks, SetWeight(%d, %d)", name, tc.w, k, tc.i, tc.to)
 				if p, ok := tc.pinned[name]; ok && k == p {
 					t.Logf("%s %v, %d picks, SetWeight(%d, %d): lag %.3f, %v…", name, tc.w, k, tc.i, tc.to, lag, after[:8])
 				}
@@ -145,7 +152,7 @@ func TestLagAfterRandomChanges(t *testing.T) {
 				}
 				change++
 				lag := r.lagAfter(1 + g.IntN(2*sum(r.weight)))
-				require.Less(t, lag, lagBound[name], "change %d, weights %v", change, r.weight)
+				require.Less(t, lag, lagBound, "change %d, weights %v", change, r.weight)
 				worst = max(worst, lag)
 			}
 			t.Logf("%s: worst lag from a change %.3f", name, worst)
@@ -180,7 +187,7 @@ func (r *changeRun) change(op, i, w int) bool {
 // to eight initial weights (a 0 byte ends them), the next how many picks
 // come before the first change, then each group of four bytes is a change
 // (op, member, weight) and the number of picks that follow it, in units of
-// W′/8 (up to 4W′). Every change's lag stays below the strategy's bound.
+// W′/8 (up to 4W′). Every change's lag stays below the bound.
 func FuzzLagAfterChange(f *testing.F) {
 	for k := range smoothAfterChange {
 		b := byte(k)
@@ -197,35 +204,69 @@ func FuzzLagAfterChange(f *testing.F) {
 	f.Fuzz(fuzzLagBody)
 }
 
-func fuzzLagBody(t *testing.T, data []byte) {
-	{
-		if len(data) < 2 {
-			return
-		}
-		name := smoothAfterChange[int(data[0])%len(smoothAfterChange)]
+func fuzzLagBody(t *testing.T, data []byte) { lagSequence(t, data) }
+
+// lagSequence runs one input of FuzzLagAfterChange, failing t if a change's
+// lag reaches the bound, and returns the strategy and the worst lag seen (0
+// for an input too short to make a change).
+func lagSequence(t *testing.T, data []byte) (name string, worst float64) {
+	if len(data) < 2 {
+		return "", 0
+	}
+	name = smoothAfterChange[int(data[0])%len(smoothAfterChange)]
+	data = data[1:]
+	var w []int
+	for len(data) > 0 && data[0] != 0 && len(w) < 8 {
+		w = append(w, int(data[0]))
 		data = data[1:]
-		var w []int
-		for len(data) > 0 && data[0] != 0 && len(w) < 8 {
-			w = append(w, int(data[0]))
-			data = data[1:]
+	}
+	if len(data) > 0 {
+		data = data[1:]
+	}
+	if len(w) == 0 || len(data) == 0 {
+		return name, 0
+	}
+	r := newChangeRun(t, name, w)
+	r.picks(int(data[0]) % (2 * sum(w)))
+	for data = data[1:]; len(data) >= 4; data = data[4:] {
+		if !r.change(int(data[0])%3, int(data[1])%len(r.weight), int(data[2])) {
+			continue
 		}
-		if len(data) > 0 {
-			data = data[1:]
-		}
-		if len(w) == 0 {
-			return
-		}
-		if len(data) == 0 {
-			return
-		}
-		r := newChangeRun(t, name, w)
-		r.picks(int(data[0]) % (2 * sum(w)))
-		for data = data[1:]; len(data) >= 4; data = data[4:] {
-			if !r.change(int(data[0])%3, int(data[1])%len(r.weight), int(data[2])) {
-				continue
+		n := 1 + int(data[3]%32)*sum(r.weight)/8
+		lag := r.lagAfter(n)
+		require.Less(t, lag, lagBound, "%s: weights %v", name, r.weight)
+		worst = max(worst, lag)
+	}
+	return name, worst
+}
+
+// Random inputs of FuzzLagAfterChange, -lagsequences of them per strategy
+// (150 by default, about a second each under -race): 2 to 8 members of
+// weight 1..100 and 12 changes each (weights 0..255), with up to 4W′ picks
+// after each. Every change's lag stays below the bound.
+//
+//	go test -count=1 -run TestLagAfterRandomSequences -v ./strategies/ -args -lagsequences 20000
+func TestLagAfterRandomSequences(t *testing.T) {
+	for k, name := range smoothAfterChange {
+		t.Run(name, func(t *testing.T) {
+			g := rand.New(rand.NewPCG(34, 55))
+			worst := 0.0
+			data := make([]byte, 0, 11+4*12)
+			for range *lagSequences {
+				data = append(data[:0], byte(k))
+				for range 2 + g.IntN(7) {
+					data = append(data, byte(1+g.IntN(100)))
+				}
+				data = append(data, 0, byte(g.IntN(256)))
+				for range 12 {
+					data = append(data, byte(g.IntN(3)), byte(g.IntN(256)), byte(g.IntN(256)), byte(g.IntN(256)))
+				}
+				got, lag := lagSequence(t, data)
+				require.Equal(t, name, got)
+				worst = max(worst, lag)
 			}
-			n := 1 + int(data[3]%32)*sum(r.weight)/8
-			require.Less(t, r.lagAfter(n), lagBound[name], "%s: weights %v", name, r.weight)
-		}
+			t.Logf("%s: worst lag from a change in %d sequences %.3f", name, *lagSequences, worst)
+			require.Positive(t, worst, "no change was measured")
+		})
 	}
 }

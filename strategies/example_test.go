@@ -53,7 +53,7 @@ func ExampleNew() {
 	_, err = strategies.New("fastest", []int{1})
 	fmt.Println(errors.Is(err, strategies.ErrUnknown))
 	// Output:
-	// 0 1
+	// 2 0
 	// true
 }
 

@@ -106,6 +106,8 @@ func TestPrintLagTable(t *testing.T) {
 	}
 	for _, name := range append(order, "random") {
 		assert.Less(t, lags["swrr/"+name], 1.0, "swrr lag on %s", name)
+		// least-requests' ties are swrr's order.
+		assert.Less(t, lags["least-requests (ties)/"+name], 1.0, "least-requests lag on %s", name)
 	}
 	// iwrr is as bursty as the lua-resty-balancer WRR issue's algorithm on its vector, as documented.
 	assert.InDelta(t, lags["GCD WRR, lua-resty-balancer (reference)/100,100,66"], lags["iwrr/100,100,66"], 1e-9)

@@ -41,8 +41,9 @@ type BatchDone interface {
 // reset that starves anyone. swrr bounds it: counted from a change, a
 // member's picks stay within 2 of its share of them by the new weights
 // (MaxLag of those picks against the new weights is below 2 in every
-// test). least-requests keeps each member's place in its turn but has no
-// such bound (see LeastRequests).
+// test). least-requests' members with nothing pending go in swrr's order,
+// so the same bound holds for it when every pick is completed before the
+// next (see LeastRequests).
 type Dynamic interface {
 	Strategy
 	// Add adds a member with the given weight and returns its index.

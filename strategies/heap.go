@@ -3,74 +3,119 @@ package strategies
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 )
 
-// dheap is an indexed 4-ary min-heap of members keyed by (k1, k2, member).
-// The member index is the last tie-break, so equal keys pop in index order
-// and every strategy built on it stays deterministic. pos maps a member to
-// its slot (-1 when absent), kept on every move as in container/heap's
+// heap is the package's one indexed 4-ary min-heap of members, generic over
+// its key: one word (uint64) for strategies that pack their whole order
+// into one (least-pending: pending count above the tick of the last pick;
+// swrr: window end, length and index; least-requests' idle members), or
+// two words (pair) compared as one 128-bit number, then by member index,
+// for those that cannot (latency, least-requests' busy members, swrr when
+// W is too large to pack). One-word keys have no tie-break: a strategy that
+// needs a total order makes its keys distinct. pos maps a member to its
+// slot (-1 when absent), kept on every move as in container/heap's
 // priority-queue example.
 //
 // Four children per node halve the depth of a binary heap, and the keys sit
 // inline in the slice, so a sift touches one or two cache lines per level.
-// Strategies whose order fits one word use kheap instead, which is about
-// twice as cheap per level; here it serves latency, least-requests' busy
-// members and swrr when W is too large to pack. The smallest of four
-// children is chosen without branches (a mispredicted branch per level cost
-// more than the extra instructions: least-requests went from 8.2 to 2.0
-// mispredicts a pick in callgrind's model).
-type dheap struct {
-	e   []hent
+// The key is a type parameter rather than always two words because the
+// comparison is the whole cost of a sift: on two words, least-pending's pick
+// took 20–44 ns at 10–1000 members against 11–23 on one (benchstat, n=8,
+// BenchmarkPick), swrr's 19–57 against 17–41.
+type heap[K heapKey, S sift] struct {
+	e   []hent[K]
 	pos []int32
 }
 
-type hent struct {
-	k1, k2 uint64
-	idx    int32
+// sift says how down picks the smallest of four children, compiled into
+// each heap type rather than tested on every level (a flag tested per
+// level cost least-pending 20% a pick: 15.4 against 12.2 ns at 10
+// members). borrows picks without branches, which pays when keys come in
+// no predictable order (swrr: 7.2 mispredicted branches a pick with
+// branches, 1.0 without, at 10 000 members in callgrind's model);
+// branches pays when most keys share their high bits and a sift goes the
+// same way every time (least-pending: 12 against 17 ns at 10 members, 24
+// against 35 at 1000).
+type sift interface{ branches | borrows }
+
+type (
+	branches struct{}
+	borrows  struct{ _ byte } // of another size than branches, so down can tell them apart as a constant
+)
+
+// heapKey is a heap's key: one word, or a pair.
+type heapKey interface{ uint64 | pair }
+
+// pair is a two-word key, ordered by hi, then lo.
+type pair struct{ hi, lo uint64 }
+
+type hent[K heapKey] struct {
+	key K
+	idx int32
+}
+
+// lessBit is 1 if a orders before b, else 0, computed without a branch (a
+// subtract-with-borrow chain; ties on hi are the rule in these heaps: equal
+// weights, equal pending counts). Each instantiation is compiled for its
+// own key shape, so the size test is a constant and the comparison inlines.
+func lessBit[K heapKey](a, b *hent[K]) uint64 {
+	if unsafe.Sizeof(a.key) == unsafe.Sizeof(uint64(0)) {
+		_, c := bits.Sub64(*(*uint64)(unsafe.Pointer(&a.key)), *(*uint64)(unsafe.Pointer(&b.key)), 0)
+		return c
+	}
+	return pairBit((*pair)(unsafe.Pointer(&a.key)), (*pair)(unsafe.Pointer(&b.key)), a.idx, b.idx)
+}
+
+// pairBit is lessBit on two pairs and their members' indices.
+func pairBit(x, y *pair, i, j int32) uint64 {
+	_, c := bits.Sub64(uint64(uint32(i)), uint64(uint32(j)), 0)
+	_, c = bits.Sub64(x.lo, y.lo, c)
+	_, c = bits.Sub64(x.hi, y.hi, c)
+	return c
+}
+
+// less is lessBit as a bool: on one word a plain compare, which the
+// compiler fuses with its jump; on pairs still the borrow chain, since
+// their keys tie on hi too often for a branch to predict (least-requests:
+// 1.0 mispredicted branches a pick at 1000 members, 2.0 with branches).
+// It must stay within the inliner's budget.
+func less[K heapKey](a, b *hent[K]) bool {
+	if unsafe.Sizeof(a.key) == unsafe.Sizeof(uint64(0)) {
+		return *(*uint64)(unsafe.Pointer(&a.key)) < *(*uint64)(unsafe.Pointer(&b.key))
+	}
+	return pairBit((*pair)(unsafe.Pointer(&a.key)), (*pair)(unsafe.Pointer(&b.key)), a.idx, b.idx) != 0
 }
 
 const arity = 4
 
-// less compares (k1, k2, idx) as one 192-bit number: a subtract-with-borrow
-// chain, so no branch to mispredict when keys tie on k1 (and in these heaps
-// they mostly do: equal weights, equal pending counts).
-func (a *hent) less(b *hent) bool { return a.lessBit(b) != 0 }
-
-// lessBit is less as 1 or 0, for selecting without a branch.
-func (a *hent) lessBit(b *hent) uint64 {
-	_, c := bits.Sub64(uint64(uint32(a.idx)), uint64(uint32(b.idx)), 0)
-	_, c = bits.Sub64(a.k2, b.k2, c)
-	_, c = bits.Sub64(a.k1, b.k1, c)
-	return c
-}
-
-func (h *dheap) len() int { return len(h.e) }
+func (h *heap[K, S]) len() int { return len(h.e) }
 
 // has reports whether member i is in the heap.
-func (h *dheap) has(i int) bool { return i < len(h.pos) && h.pos[i] >= 0 }
+func (h *heap[K, S]) has(i int) bool { return i < len(h.pos) && h.pos[i] >= 0 }
 
 // top returns the minimum; the heap must not be empty.
-func (h *dheap) top() *hent { return &h.e[0] }
+func (h *heap[K, S]) top() *hent[K] { return &h.e[0] }
 
-func (h *dheap) grow(i int) {
+func (h *heap[K, S]) grow(i int) {
 	for len(h.pos) <= i {
 		h.pos = append(h.pos, -1)
 	}
 }
 
 // push adds member i, which must not be in the heap.
-func (h *dheap) push(i int, k1, k2 uint64) {
+func (h *heap[K, S]) push(i int, key K) {
 	h.grow(i)
-	h.e = append(h.e, hent{k1: k1, k2: k2, idx: int32(i)})
+	h.e = append(h.e, hent[K]{key: key, idx: int32(i)})
 	h.up(len(h.e) - 1)
 }
 
-// set changes member i's keys and restores the order.
-func (h *dheap) set(i int, k1, k2 uint64) {
+// set changes member i's key and restores the order.
+func (h *heap[K, S]) set(i int, key K) {
 	j := int(h.pos[i])
 	old := h.e[j]
-	h.e[j].k1, h.e[j].k2 = k1, k2
-	if h.e[j].less(&old) {
+	h.e[j].key = key
+	if less(&h.e[j], &old) {
 		h.up(j)
 	} else {
 		h.down(j)
@@ -78,30 +123,29 @@ func (h *dheap) set(i int, k1, k2 uint64) {
 }
 
 // remove takes member i out of the heap, if it is there.
-func (h *dheap) remove(i int) {
+func (h *heap[K, S]) remove(i int) {
 	if !h.has(i) {
 		return
 	}
 	j := int(h.pos[i])
 	h.pos[i] = -1
 	last := len(h.e) - 1
-	if j != last {
-		moved := h.e[last]
-		h.e[j] = moved
-		h.e = h.e[:last]
-		h.pos[moved.idx] = int32(j)
-		if j > 0 && moved.less(&h.e[(j-1)/arity]) {
-			h.up(j)
-		} else {
-			h.down(j)
-		}
+	moved := h.e[last]
+	h.e = h.e[:last]
+	if j == last {
 		return
 	}
-	h.e = h.e[:last]
+	h.e[j] = moved
+	h.pos[moved.idx] = int32(j)
+	if j > 0 && less(&moved, &h.e[(j-1)/arity]) {
+		h.up(j)
+	} else {
+		h.down(j)
+	}
 }
 
 // pop removes and returns the minimum.
-func (h *dheap) pop() hent {
+func (h *heap[K, S]) pop() hent[K] {
 	x := h.e[0]
 	h.remove(int(x.idx))
 	return x
@@ -109,17 +153,17 @@ func (h *dheap) pop() hent {
 
 // replaceTop removes the minimum and adds member i (not in the heap) in one
 // sift, where a pop and a push would take two; it returns the old minimum.
-func (h *dheap) replaceTop(i int, k1, k2 uint64) hent {
+func (h *heap[K, S]) replaceTop(i int, key K) hent[K] {
 	x := h.e[0]
 	h.pos[x.idx] = -1
 	h.grow(i)
-	h.e[0] = hent{k1: k1, k2: k2, idx: int32(i)}
+	h.e[0] = hent[K]{key: key, idx: int32(i)}
 	h.down(0)
 	return x
 }
 
 // reset empties the heap without freeing its storage.
-func (h *dheap) reset() {
+func (h *heap[K, S]) reset() {
 	for _, x := range h.e {
 		h.pos[x.idx] = -1
 	}
@@ -127,7 +171,7 @@ func (h *dheap) reset() {
 }
 
 // init restores the heap order over h.e in O(n), after a bulk load.
-func (h *dheap) init() {
+func (h *heap[K, S]) init() {
 	for j, x := range h.e {
 		h.grow(int(x.idx))
 		h.pos[x.idx] = int32(j)
@@ -140,62 +184,17 @@ func (h *dheap) init() {
 	}
 }
 
-// up moves the entry at j towards the root, shifting parents down into the
-// hole instead of swapping, so each level costs one write.
-func (h *dheap) up(j int) {
-	x := h.e[j]
-	for j > 0 {
-		p := (j - 1) / arity
-		if !x.less(&h.e[p]) {
-			break
-		}
-		h.e[j] = h.e[p]
-		h.pos[h.e[j].idx] = int32(j)
-		j = p
-	}
-	h.e[j] = x
-	h.pos[x.idx] = int32(j)
-}
+// up moves the entry at j towards the root.
+func (h *heap[K, S]) up(j int) { h.climb(j, 0, h.e[j]) }
 
-// down moves the entry at j towards the leaves. It is Floyd's bottom-up
-// sift: the hole descends along the smaller children to a leaf without
-// comparing against the entry (which in these heaps usually belongs near
-// the bottom: a member just picked), then the entry climbs back from there.
-// The result is the same slot a top-down sift finds, with one comparison
-// per level fewer; full groups of four children are compared without
-// bounds checks.
-func (h *dheap) down(j int) {
+// climb puts x in the hole at j, or above it but not above slot top,
+// shifting parents down into the hole instead of swapping, so each level
+// costs one write.
+func (h *heap[K, S]) climb(j, top int, x hent[K]) {
 	e, pos := h.e, h.pos
-	n := len(e)
-	x := e[j]
-	top := j
-	for {
-		c := arity*j + 1
-		m := c
-		if c+arity <= n {
-			// The smallest of four without a branch: the order of the
-			// children is data, and a branch on it mispredicts often.
-			g := e[c : c+arity : c+arity]
-			a := g[1].lessBit(&g[0])
-			b := 2 | g[3].lessBit(&g[2])
-			a ^= (a ^ b) & -g[b&3].lessBit(&g[a&3])
-			m = c + int(a)
-		} else if c < n {
-			for k := c + 1; k < n; k++ {
-				if e[k].less(&e[m]) {
-					m = k
-				}
-			}
-		} else {
-			break
-		}
-		e[j] = e[m]
-		pos[e[j].idx] = int32(j)
-		j = m
-	}
 	for j > top {
 		p := (j - 1) / arity
-		if !x.less(&e[p]) {
+		if !less(&x, &e[p]) {
 			break
 		}
 		e[j] = e[p]
@@ -206,10 +205,75 @@ func (h *dheap) down(j int) {
 	pos[x.idx] = int32(j)
 }
 
+// down moves the entry at j towards the leaves. It is Floyd's bottom-up
+// sift: the hole descends along the smaller children to a leaf without
+// comparing against the entry (which in these heaps usually belongs near
+// the bottom: a member just picked), then the entry climbs back from there.
+// The result is the same slot a top-down sift finds, with one comparison
+// per level fewer.
+func (h *heap[K, S]) down(j int) {
+	e, pos := h.e, h.pos
+	var sel S
+	n := len(e)
+	x := e[j]
+	top := j
+	for {
+		c := arity*j + 1
+		m := c
+		if c+arity <= n {
+			// The smallest of four (ties: the lower slot), by a
+			// tournament with branches or, with cmov, with borrows and
+			// masks.
+			g := (*[arity]hent[K])(e[c : c+arity])
+			var a int
+			switch {
+			case unsafe.Sizeof(sel) != 0 && unsafe.Sizeof(x.key) == unsafe.Sizeof(uint64(0)):
+				// On one word the final round compares the two
+				// winners' keys by min, so it does not wait for the
+				// first rounds' choices to load its operands.
+				k := (*[arity * 2]uint64)(unsafe.Pointer(g)) // key, index and padding, key, ...
+				_, p := bits.Sub64(k[2], k[0], 0)
+				_, q := bits.Sub64(k[6], k[4], 0)
+				_, r := bits.Sub64(min(k[4], k[6]), min(k[0], k[2]), 0)
+				a = int((p ^ (p^(2|q))&-r) & (arity - 1))
+			case unsafe.Sizeof(sel) != 0:
+				p := lessBit(&g[1], &g[0])
+				q := 2 | lessBit(&g[3], &g[2])
+				p ^= (p ^ q) & -lessBit(&g[q&3], &g[p&3])
+				a = int(p & (arity - 1))
+			default:
+				b := 2
+				if less(&g[1], &g[0]) {
+					a = 1
+				}
+				if less(&g[3], &g[2]) {
+					b = 3
+				}
+				if less(&g[b], &g[a]) {
+					a = b
+				}
+			}
+			m = c + a
+		} else if c < n {
+			for k := c + 1; k < n; k++ {
+				if less(&e[k], &e[m]) {
+					m = k
+				}
+			}
+		} else {
+			break
+		}
+		e[j] = e[m]
+		pos[e[j].idx] = int32(j)
+		j = m
+	}
+	h.climb(j, top, x)
+}
+
 // check verifies the heap order and the position map; tests call it.
-func (h *dheap) check() error {
+func (h *heap[K, S]) check() error {
 	for j := range h.e {
-		if p := (j - 1) / arity; j > 0 && h.e[j].less(&h.e[p]) {
+		if p := (j - 1) / arity; j > 0 && less(&h.e[j], &h.e[p]) {
 			return errHeap("order broken at slot", j)
 		}
 		if int(h.pos[h.e[j].idx]) != j {

@@ -25,7 +25,7 @@ func init() {
 type Latency struct {
 	members
 	ent   []latEnt
-	h     dheap
+	h     heap[pair, borrows]
 	decay float64
 	tick  uint64
 	order []int // eligible members, for the exploring picks
@@ -97,7 +97,7 @@ func (s *Latency) Pick(uint64) int {
 	e := &s.ent[i]
 	e.pending++
 	e.last = s.tick
-	s.h.set(i, s.score(i), e.last)
+	s.h.set(i, pair{s.score(i), e.last})
 	return i
 }
 
@@ -118,7 +118,7 @@ func (s *Latency) Done(i int, elapsed time.Duration) {
 		e.ewma, e.known = x, true
 	}
 	if s.h.has(i) {
-		s.h.set(i, s.score(i), e.last)
+		s.h.set(i, pair{s.score(i), e.last})
 	}
 }
 
@@ -168,9 +168,9 @@ func (s *Latency) sync(i int) {
 	case !s.eligible(i):
 		s.h.remove(i)
 	case s.h.has(i):
-		s.h.set(i, s.score(i), s.ent[i].last)
+		s.h.set(i, pair{s.score(i), s.ent[i].last})
 	default:
-		s.h.push(i, s.score(i), s.ent[i].last)
+		s.h.push(i, pair{s.score(i), s.ent[i].last})
 	}
 }
 

@@ -27,7 +27,7 @@ func init() {
 type LeastPending struct {
 	members
 	ent  []lpEntry
-	h    kheap
+	h    heap[uint64, branches]
 	tick uint64
 }
 
@@ -59,12 +59,12 @@ func NewLeastPending(weights []int, opts ...Option) (*LeastPending, error) {
 		return nil, err
 	}
 	s := &LeastPending{members: m, ent: make([]lpEntry, len(weights))}
-	s.h.e = make([]kent, 0, len(weights))
+	s.h.e = make([]hent[uint64], 0, len(weights))
 	for i := range s.ent {
 		// Start ties in index order: member 0 first.
 		s.ent[i].last = uint64(i)
 		if m.weight[i] > 0 {
-			s.h.e = append(s.h.e, kent{key: s.ent[i].key(), idx: int32(i)})
+			s.h.e = append(s.h.e, hent[uint64]{key: s.ent[i].key(), idx: int32(i)})
 		}
 	}
 	s.h.grow(len(weights) - 1)

@@ -37,8 +37,8 @@ func init() {
 type LeastRequests struct {
 	tie  SWRR // the tie order among idle members, and the membership
 	ent  []lrEnt
-	busy dheap // eligible members with requests pending
-	idle int   // eligible members with nothing pending
+	busy heap[pair, borrows] // eligible members with requests pending
+	idle int                 // eligible members with nothing pending
 }
 
 type lrEnt struct {
@@ -69,7 +69,7 @@ func (s *LeastRequests) Pick(uint64) int {
 	if s.idle == 0 {
 		i := int(s.busy.top().idx)
 		s.ent[i].pending++
-		s.busy.set(i, s.load(i), s.busy.top().k2)
+		s.busy.set(i, pair{s.load(i), s.busy.top().key.lo})
 		return i
 	}
 	// Nothing pending ranks below any load: swrr's next idle member.
@@ -81,7 +81,7 @@ func (s *LeastRequests) Pick(uint64) int {
 	i := s.tie.Pick(0)
 	s.idle--
 	s.ent[i].pending = 1
-	s.busy.push(i, s.load(i), s.tie.ent[i].end())
+	s.busy.push(i, pair{s.load(i), s.tie.ent[i].end()})
 	return i
 }
 
@@ -95,7 +95,7 @@ func (s *LeastRequests) Done(i int, _ time.Duration) {
 	switch {
 	case !s.tie.eligible(i): // draining: in no heap
 	case e.pending > 0:
-		s.busy.set(i, s.load(i), s.busy.e[s.busy.pos[i]].k2)
+		s.busy.set(i, pair{s.load(i), s.busy.e[s.busy.pos[i]].key.lo})
 	default:
 		s.busy.remove(i)
 		s.idle++

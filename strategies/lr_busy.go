@@ -29,7 +29,7 @@ func (s *LeastRequests) relayout() {
 	// The heap may come to hold every member: size it now so that picks
 	// never grow it.
 	if cap(s.busy.e) < n {
-		s.busy.e = make([]hent, 0, n+n/4)
+		s.busy.e = make([]hent[pair], 0, n+n/4)
 	}
 	s.busy.reset()
 	s.busy.grow(n - 1)
@@ -44,7 +44,7 @@ func (s *LeastRequests) relayout() {
 			s.idle++
 			continue
 		}
-		s.busy.e = append(s.busy.e, hent{k1: s.load(i), k2: s.tie.ent[i].end(), idx: int32(i)})
+		s.busy.e = append(s.busy.e, hent[pair]{key: pair{s.load(i), s.tie.ent[i].end()}, idx: int32(i)})
 	}
 	s.busy.init()
 }
@@ -59,7 +59,7 @@ func (s *LeastRequests) check() error {
 		return err
 	}
 	for _, x := range s.busy.e {
-		if i := int(x.idx); !s.tie.eligible(i) || s.ent[i].pending == 0 || x.k1 != s.load(i) || x.k2 != s.tie.ent[i].end() {
+		if i := int(x.idx); !s.tie.eligible(i) || s.ent[i].pending == 0 || x.key.hi != s.load(i) || x.key.lo != s.tie.ent[i].end() {
 			return errHeap("busy heap misplaces member", i)
 		}
 	}

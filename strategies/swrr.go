@@ -3,6 +3,7 @@ package strategies
 import (
 	"math/bits"
 	"time"
+	"unsafe"
 )
 
 func init() {
@@ -51,9 +52,9 @@ func init() {
 type SWRR struct {
 	members
 	ent   []swrrEnt
-	pk    kheap     // eligible members by one packed word (see key)
-	elig  dheap     // eligible members by (window end, window start): wide path
-	wheel swrrWheel // members whose next window has not opened, by start
+	pk    heap[uint64, borrows] // eligible members by one packed word (see key)
+	elig  heap[pair, borrows]   // eligible members by (window end, window start): wide path
+	wheel swrrWheel             // members whose next window has not opened, by start
 	t     uint64
 	sumW  uint64 // the W the windows were computed with
 	on    []bool // member has a window (is in one of the heaps)
@@ -103,7 +104,6 @@ func NewSWRR(weights []int, opts ...Option) (*SWRR, error) {
 		return nil, err
 	}
 	s := &SWRR{members: m}
-	s.pk.cmov = true
 	s.rewindow()
 	return s, nil
 }
@@ -111,16 +111,17 @@ func NewSWRR(weights []int, opts ...Option) (*SWRR, error) {
 // Pick returns the eligible member whose window ends first.
 func (s *SWRR) Pick(uint64) int {
 	if s.wide || (s.t >= s.rebaseAt && !s.rebase()) {
-		return s.pickWide()
+		return pick(s, &s.elig)
 	}
-	if s.pk.len() == 0 {
-		s.skipIdle()
-		s.setBase(s.t) // no key is held: the base moves with the clock
-		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
-			s.pk.push(j, s.key(j))
-		}
+	return pick(s, &s.pk)
+}
+
+// pick is Pick on the heap in use, of packed keys or of (end, start) pairs.
+func pick[K heapKey](s *SWRR, h *heap[K, borrows]) int {
+	if h.len() == 0 {
+		fill(s, h)
 	}
-	i := int(s.pk.e[0].idx)
+	i := int(h.e[0].idx)
 	e := &s.ent[i]
 	e.advance()
 	s.t++
@@ -130,20 +131,51 @@ func (s *SWRR) Pick(uint64) int {
 	j := s.unpark(s.t)
 	switch {
 	case e.start <= s.t:
-		s.pk.e[0].key = s.key(i) // a later end: the key only grows
-		s.pk.down(0)
+		h.e[0].key = keyOf[K](s, i) // a later end: the key only grows
+		h.down(0)
 	case j >= 0:
 		s.park(i)
-		s.pk.replaceTop(j, s.key(j))
+		h.replaceTop(j, keyOf[K](s, j))
 		j = s.unpark(s.t)
 	default:
 		s.park(i)
-		s.pk.pop()
+		h.pop()
 	}
 	for ; j >= 0; j = s.unpark(s.t) {
-		s.pk.push(j, s.key(j))
+		h.push(j, keyOf[K](s, j))
 	}
 	return i
+}
+
+// fill makes the empty heap non-empty, when no window is open (after a
+// membership change, or while least-requests holds members out), by moving
+// the clock to the next slot where one opens.
+func fill[K heapKey](s *SWRR, h *heap[K, borrows]) {
+	s.skipToOpen()
+	if !s.wide {
+		s.setBase(s.t) // no key is held: the base moves with the clock
+	}
+	for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
+		h.push(j, keyOf[K](s, j))
+	}
+}
+
+// keyOf is member i's key in a heap of K: packed in one word (see key),
+// or (end, start). The size test is a constant in each instantiation.
+func keyOf[K heapKey](s *SWRR, i int) K {
+	var k K
+	if unsafe.Sizeof(k) == unsafe.Sizeof(uint64(0)) {
+		*(*uint64)(unsafe.Pointer(&k)) = s.key(i)
+	} else {
+		*(*pair)(unsafe.Pointer(&k)) = s.wideKey(i)
+	}
+	return k
+}
+
+// wideKey is member i's key when the keys do not fit one word.
+func (s *SWRR) wideKey(i int) pair {
+	e := &s.ent[i]
+	return pair{e.end(), e.start}
 }
 
 // Done is a no-op: swrr ignores completions.
@@ -215,8 +247,8 @@ func (s *SWRR) rewindow() {
 	// Any heap may come to hold every member: size them now so that picks
 	// never grow them.
 	if n := len(s.weight); cap(s.pk.e) < n {
-		s.pk.e = makeKents(n)
-		s.elig.e = make([]hent, 0, n)
+		s.pk.e = make([]hent[uint64], 0, n)
+		s.elig.e = make([]hent[pair], 0, n)
 	}
 	s.pk.grow(len(s.weight) - 1)
 	s.elig.grow(len(s.weight) - 1)
@@ -265,9 +297,9 @@ func (s *SWRR) rewindow() {
 		case e.start > s.t:
 			s.park(i)
 		case s.wide:
-			s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: int32(i)})
+			s.elig.e = append(s.elig.e, hent[pair]{key: pair{e.end(), e.start}, idx: int32(i)})
 		default:
-			s.pk.e = append(s.pk.e, kent{key: s.key(i), idx: int32(i)})
+			s.pk.e = append(s.pk.e, hent[uint64]{key: s.key(i), idx: int32(i)})
 		}
 	}
 	s.pk.init()

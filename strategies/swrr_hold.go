@@ -17,39 +17,14 @@ func (s *SWRR) next() int {
 	}
 	if s.wide {
 		if s.elig.len() == 0 {
-			s.skipToOpen()
-			for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
-				s.elig.push(j, s.ent[j].end(), s.ent[j].start)
-			}
+			fill(s, &s.elig)
 		}
-		return int(s.elig.top().idx)
+		return int(s.elig.e[0].idx)
 	}
 	if s.pk.len() == 0 {
-		s.skipToOpen()
-		s.setBase(s.t) // no key is held: the base moves with the clock
-		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
-			s.pk.push(j, s.key(j))
-		}
+		fill(s, &s.pk)
 	}
 	return int(s.pk.e[0].idx)
-}
-
-// skipToOpen moves the clock to the first slot where a window opens, when
-// none is open: where skipIdle, which scans every member, moves it. Held
-// members leave their slots unused, so the others run ahead of the clock
-// and this happens about every pick while some are held: it steps over the
-// slots on the wheel (about W/W_idle − 1 a pick, W_idle the weight not
-// held, one bucket each) and scans only after 64 without an opening, when
-// the idle members' weight is below about 1/64 of W.
-func (s *SWRR) skipToOpen() {
-	for range 64 {
-		s.t++
-		if j := s.unpark(s.t); j >= 0 {
-			s.park(j) // the caller takes every member opening here
-			return
-		}
-	}
-	s.skipIdle()
 }
 
 // holdTop takes the member next returned out of the order, keeping its
@@ -79,7 +54,7 @@ func (s *SWRR) rejoin(i int) {
 	case e.start > s.t:
 		s.park(i)
 	case s.wide:
-		s.elig.push(i, e.end(), e.start)
+		s.elig.push(i, pair{e.end(), e.start})
 	default:
 		s.pk.push(i, s.key(i))
 	}

@@ -74,39 +74,9 @@ func (s *SWRR) rebase() bool {
 func (s *SWRR) goWide() {
 	for _, x := range s.pk.e {
 		e := &s.ent[x.idx]
-		s.elig.e = append(s.elig.e, hent{k1: e.end(), k2: e.start, idx: x.idx})
+		s.elig.e = append(s.elig.e, hent[pair]{key: pair{e.end(), e.start}, idx: x.idx})
 	}
 	s.pk.reset()
 	s.elig.init()
 	s.wide = true
-}
-
-// pickWide is Pick over the (end, start, index) heap.
-func (s *SWRR) pickWide() int {
-	if s.elig.len() == 0 {
-		s.skipIdle()
-		for j := s.unpark(s.t); j >= 0; j = s.unpark(s.t) {
-			s.elig.push(j, s.ent[j].end(), s.ent[j].start)
-		}
-	}
-	i := int(s.elig.top().idx)
-	e := &s.ent[i]
-	e.advance()
-	s.t++
-	j := s.unpark(s.t)
-	switch {
-	case e.start <= s.t:
-		s.elig.set(i, e.end(), e.start)
-	case j >= 0:
-		s.park(i)
-		s.elig.replaceTop(j, s.ent[j].end(), s.ent[j].start)
-		j = s.unpark(s.t)
-	default:
-		s.park(i)
-		s.elig.pop()
-	}
-	for ; j >= 0; j = s.unpark(s.t) {
-		s.elig.push(j, s.ent[j].end(), s.ent[j].start)
-	}
-	return i
 }

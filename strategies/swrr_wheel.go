@@ -56,6 +56,24 @@ func (s *SWRR) unpark(t uint64) int {
 	return -1
 }
 
+// skipToOpen moves the clock to the first slot where a window opens, when
+// none is open: where skipIdle, which scans every member, moves it. Held
+// members leave their slots unused, so the others run ahead of the clock
+// and this happens about every pick while some are held: it steps over the
+// slots on the wheel (about W/W_idle − 1 a pick, W_idle the weight not
+// held, one bucket each) and scans only after 64 without an opening, when
+// the idle members' weight is below about 1/64 of W.
+func (s *SWRR) skipToOpen() {
+	for range 64 {
+		s.t++
+		if j := s.unpark(s.t); j >= 0 {
+			s.park(j) // the caller takes every member opening here
+			return
+		}
+	}
+	s.skipIdle()
+}
+
 // skipIdle moves the clock to the first window start when no window is
 // open (only a membership change can leave it so), rather than return a
 // member early.

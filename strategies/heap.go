@@ -9,10 +9,10 @@ import (
 // heap is the package's one indexed 4-ary min-heap of members, generic over
 // its key: one word (uint64) for strategies that pack their whole order
 // into one (least-pending: pending count above the tick of the last pick;
-// swrr: window end, length and index; least-requests' idle members), or
-// two words (pair) compared as one 128-bit number, then by member index,
-// for those that cannot (latency, least-requests' busy members, swrr when
-// W is too large to pack). One-word keys have no tie-break: a strategy that
+// swrr, and so least-requests' idle members: window end, length and
+// index), or two words (pair) compared as one 128-bit number, then by
+// member index, for those that cannot (latency, least-requests' busy
+// members, swrr when W is too large to pack). One-word keys have no tie-break: a strategy that
 // needs a total order makes its keys distinct. pos maps a member to its
 // slot (-1 when absent), kept on every move as in container/heap's
 // priority-queue example.

@@ -54,7 +54,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
-		c.Run = d.runner(i) // its own sample counter and index
+		c.Run, c.Stop = d.runner(i) // its own sample counter and index
 		return worker.NewChan(c, i, e.done)
 	})
 	return e

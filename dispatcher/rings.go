@@ -61,7 +61,7 @@ func newRings[R any](d *Dispatcher[R], n, depth int) *rings[R] {
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
-		c.Run = d.runner(i) // its own sample counter and index
+		c.Run, c.Stop = d.runner(i) // its own sample counter and index
 		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth)})
 		return worker.New(c)
 	})

@@ -21,14 +21,20 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 
 // runner returns the worker side of a request for worker i: run with
 // that worker's own count of tasks, which picks the tasks it times, and
-// its own indexer (WithWorkerIndex).
-func (d *Dispatcher[R]) runner(i int) func(*request[R], func()) {
+// its own indexer (WithWorkerIndex); and what the worker does when it
+// stops for good: drop the last context its indexer wrapped, which a
+// removed worker would otherwise keep reachable for the dispatcher's life.
+func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func()) {
 	var n uint32 // tasks this worker ran; its goroutines run one at a time
 	x := d.indexer(i)
-	return func(r *request[R], count func()) {
+	run = func(r *request[R], count func()) {
 		n++
 		d.run(r, count, n%LatencySampleEvery == 0, x)
 	}
+	if x == nil {
+		return run, nil
+	}
+	return run, func() { x.last, x.reusable = nil, false }
 }
 
 // run is the worker side of a request: answer without running when the

@@ -18,7 +18,8 @@ import (
 // tasks submitted with the same context, so a batch or a closed loop under
 // one context allocates nothing per task; a context per request (one with
 // its own deadline, say) costs one allocation per task. A worker keeps the
-// last context it wrapped reachable until it runs a task with another.
+// last context it wrapped reachable until it runs a task with another, or
+// stops (removed, or the dispatcher closed).
 // Without this option the task gets its submitted context unchanged and
 // nothing is paid.
 func WithWorkerIndex() Option {
@@ -79,9 +80,10 @@ type indexer struct {
 	i    int
 	last *workerCtx // the last wrapper made, reused for the same parent
 	// reusable: last's parent can be compared with == without a panic and
-	// equal means the same context (a pointer, or a zero-size value such as
-	// context.Background's). A struct value holding an interface is not: ==
-	// panics when that holds a slice, say.
+	// equal means the same context (a pointer, or a comparable zero-size
+	// value such as context.Background's). A struct value holding an
+	// interface is not: == panics when that holds a slice, say; nor is a
+	// zero-size type with a field of an uncomparable type ([0]func()).
 	reusable bool
 }
 
@@ -102,7 +104,7 @@ func (x *indexer) wrap(parent context.Context) context.Context {
 	}
 	x.last = &workerCtx{Context: parent, key: x.key, i: x.i}
 	t := reflect.TypeOf(parent)
-	x.reusable = t.Kind() == reflect.Pointer || t.Size() == 0
+	x.reusable = t.Comparable() && (t.Kind() == reflect.Pointer || t.Size() == 0)
 	return x.last
 }
 

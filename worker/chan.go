@@ -104,6 +104,9 @@ func (w *Chan[T]) loop() {
 		item, ok := w.receive()
 		if !ok {
 			w.exit = true
+			if w.cfg.Stop != nil {
+				w.cfg.Stop()
+			}
 			close(w.stopped)
 			return
 		}

@@ -45,6 +45,10 @@ type Config[T any] struct {
 	// worker's loop, when it starts and when it leaves (a normal stop or a
 	// task's Goexit), so the owner can tell its workers' goroutines apart.
 	Enter, Leave func()
+	// Stop, if set, is called on the worker's goroutine when the worker
+	// stops for good, after its last item, so the owner can drop what
+	// that worker kept for its items.
+	Stop func()
 }
 
 // flushEvery bounds how many items a busy worker runs before it publishes
@@ -212,6 +216,9 @@ func (w *Worker[T]) loop() {
 			w.publishBusy()
 			if !w.sleep() {
 				w.exit = true
+				if w.cfg.Stop != nil {
+					w.cfg.Stop()
+				}
 				close(w.stopped)
 				return
 			}

@@ -215,3 +215,22 @@ func (b *balancer[R]) complete(i, n int) {
 		b.send(i, r)
 	}
 }
+
+// replyErrB answers r with err on the balancer goroutine, which owns
+// an unsent async request and recycles it itself.
+func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
+	if r.async {
+		d.b.links.recycle(r)
+		return
+	}
+	var zero R
+	r.answer(zero, err)
+}
+
+// spinTurns is how many empty turns the balancer yields its P for before it
+// parks. A closed loop of requesters submits again within microseconds;
+// yielding (runtime.Gosched, not a busy wait: whoever is runnable runs)
+// lets them do so without the balancer paying a park and a wake-up per
+// request. Closed-loop Do with empty tasks: 850 -> 537 CPU ns per request
+// (0, 1, 3 turns: 850, 587, 537), batches and fairness unchanged.
+const spinTurns = 3

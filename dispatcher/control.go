@@ -1,8 +1,5 @@
 package dispatcher
 
-// Control calls (membership, Resize, Stats) run on the balancer goroutine,
-// which owns the strategy and the worker set, so they need no lock.
-
 // exec runs f on the balancer goroutine and returns its error, or
 // ErrClosed when the dispatcher is closing or stopped.
 func (d *Dispatcher[R]) exec(f func() error) error {
@@ -22,18 +19,6 @@ func (d *Dispatcher[R]) exec(f func() error) error {
 	})
 }
 
-// serveControl runs the control call announced by call (ctlWaiting > 0)
-// if its caller has reached its send. A busy balancer looks at the atomic
-// each turn, not at ctl: a select per turn costs more. Balancer only.
-func (d *Dispatcher[R]) serveControl() {
-	select {
-	case f := <-d.ctl:
-		d.ctlWaiting.Add(-1)
-		f()
-	default: // the caller has not reached its send yet: next turn
-	}
-}
-
 // call runs f on the balancer goroutine, also while it drains after Close.
 func (d *Dispatcher[R]) call(f func() error) error {
 	errc := make(chan error, 1)
@@ -50,4 +35,16 @@ func (d *Dispatcher[R]) call(f func() error) error {
 		return ErrClosed
 	}
 	return <-errc
+}
+
+// serveControl runs the control call announced by call (ctlWaiting > 0)
+// if its caller has reached its send. A busy balancer looks at the atomic
+// each turn, not at ctl: a select per turn costs more. Balancer only.
+func (d *Dispatcher[R]) serveControl() {
+	select {
+	case f := <-d.ctl:
+		d.ctlWaiting.Add(-1)
+		f()
+	default: // the caller has not reached its send yet: next turn
+	}
 }

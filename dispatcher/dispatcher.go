@@ -161,17 +161,3 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	}
 	return d, nil
 }
-
-// wakeBalancer wakes the balancer if it is parked. Never blocks: only the
-// caller whose CompareAndSwap leaves a parked state sends, and the balancer
-// takes exactly one token per such change. The channel engine's balancer
-// waits in its select, where a lifecycle change arrives as a kick.
-func (d *Dispatcher[R]) wakeBalancer() {
-	if d.chans != nil {
-		d.chans.wake()
-		return
-	}
-	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
-		d.wake <- struct{}{}
-	}
-}

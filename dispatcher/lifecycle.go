@@ -5,10 +5,6 @@ import (
 	"fmt"
 )
 
-// A dispatcher moves open → draining (Close: no new requests, accepted ones
-// finish) → abandoning (Close's context ended: requests not started are
-// answered with an error) → stopped (every goroutine has exited), never back.
-
 // lifecycle is Dispatcher.life's type.
 type lifecycle = int32
 
@@ -19,10 +15,6 @@ const (
 	lifeStopped
 )
 
-// closedChan is what Done returns for a Dispatcher not made by New: there
-// is nothing to wait for.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // advance moves the lifecycle forward to st (never back).
 func (d *Dispatcher[R]) advance(st lifecycle) {
 	for {
@@ -31,15 +23,6 @@ func (d *Dispatcher[R]) advance(st lifecycle) {
 			return
 		}
 	}
-}
-
-// Done is closed once the dispatcher has stopped and every goroutine it
-// started has exited.
-func (d *Dispatcher[R]) Done() <-chan struct{} {
-	if !d.made() {
-		return closedChan
-	}
-	return d.stopped
 }
 
 // Close stops intake (later submits get ErrClosed), lets every accepted
@@ -85,4 +68,72 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 		d.wakeBalancer()
 	})
 	return ctx.Err()
+}
+
+// Done is closed once the dispatcher has stopped and every goroutine it
+// started has exited.
+func (d *Dispatcher[R]) Done() <-chan struct{} {
+	if !d.made() {
+		return closedChan
+	}
+	return d.stopped
+}
+
+// closedChan is what Done returns for a Dispatcher not made by New: there
+// is nothing to wait for.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// observe acts on a lifecycle change: draining needs nothing but the
+// engine's exit test; abandoning answers everything not yet running.
+func (d *Dispatcher[R]) observe() {
+	b := &d.b
+	st := d.life.Load()
+	if st == b.seen {
+		return
+	}
+	was := b.seen
+	b.seen = st
+	if st >= lifeAbandoning && was < lifeAbandoning {
+		d.abandonQueued()
+	}
+}
+
+// abandonQueued answers, without running them, the requests Close gave up
+// on: the held one, those queued at workers and the intake's. The engine's
+// own backlog, if any, is answered by the engine.
+func (d *Dispatcher[R]) abandonQueued() {
+	b := &d.b
+	if b.held != nil {
+		b.sent++
+		d.replyErrB(b.held, d.abandon)
+		b.held = nil
+	}
+	// Requests queued at workers would otherwise wait for (maybe never)
+	// the task running ahead of them: take them back and count each as
+	// completed, so pending, room and the strategy stay consistent.
+	for i := range b.w {
+		for b.w[i].pending > 0 {
+			r, ok := b.links.takeBack(i)
+			if !ok {
+				break
+			}
+			d.replyErrB(r, d.abandon)
+			b.complete(i, 1)
+		}
+	}
+	for _, r := range b.links.takeIntake() {
+		b.sent++
+		d.replyErrB(r, d.abandon)
+	}
+}
+
+// stop ends the balancer: every worker stops, the last completions are
+// counted by reap, and the final snapshot is kept for Stats.
+func (d *Dispatcher[R]) stop(reap func()) {
+	d.b.links.stop()
+	reap()
+	s := d.snapshot()
+	d.final.Store(&s)
+	d.life.Store(lifeStopped)
+	close(d.stopped)
 }

@@ -106,3 +106,31 @@ func (b *balancer[R]) changeable(i int) error {
 	}
 	return nil
 }
+
+// addLocked starts a worker of the given weight on the balancer goroutine
+// and returns its index (AddWorker and Resize). Indices are never reused,
+// so the limits count every worker ever started.
+func (d *Dispatcher[R]) addLocked(weight int) (int, error) {
+	b := &d.b
+	if n := len(b.w) + 1; n > MaxWorkers || n > MaxBuffer/b.depth {
+		return 0, fmt.Errorf("%w: worker %d would pass MaxWorkers (%d) or MaxBuffer (%d) queued requests", ErrBadOption, n-1, MaxWorkers, MaxBuffer)
+	}
+	i, err := b.dyn.Add(weight)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrBadOption, err)
+	}
+	j := b.links.add()
+	b.w = append(b.w, slot{weight: weight})
+	b.live++
+	if weight > 0 {
+		b.room++
+	}
+	if i != j {
+		// A strategy whose indices do not follow the workers': undo, so
+		// nothing is ever sent to a wrong index.
+		_ = b.dyn.Remove(i)
+		d.removeLocked(j)
+		return 0, fmt.Errorf("%w: strategy added member %d for worker %d", ErrBadOption, i, j)
+	}
+	return i, nil
+}

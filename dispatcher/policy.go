@@ -216,57 +216,21 @@ func (b *balancer[R]) complete(i, n int) {
 	}
 }
 
-// observe acts on a lifecycle change: draining needs nothing but the
-// engine's exit test; abandoning answers everything not yet running.
-func (d *Dispatcher[R]) observe() {
-	b := &d.b
-	st := d.life.Load()
-	if st == b.seen {
+// replyErrB answers r with err on the balancer goroutine, which owns
+// an unsent async request and recycles it itself.
+func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
+	if r.async {
+		d.b.links.recycle(r)
 		return
 	}
-	was := b.seen
-	b.seen = st
-	if st >= lifeAbandoning && was < lifeAbandoning {
-		d.abandonQueued()
-	}
+	var zero R
+	r.answer(zero, err)
 }
 
-// abandonQueued answers, without running them, the requests Close gave up
-// on: the held one, those queued at workers and the intake's. The engine's
-// own backlog, if any, is answered by the engine.
-func (d *Dispatcher[R]) abandonQueued() {
-	b := &d.b
-	if b.held != nil {
-		b.sent++
-		d.replyErrB(b.held, d.abandon)
-		b.held = nil
-	}
-	// Requests queued at workers would otherwise wait for (maybe never)
-	// the task running ahead of them: take them back and count each as
-	// completed, so pending, room and the strategy stay consistent.
-	for i := range b.w {
-		for b.w[i].pending > 0 {
-			r, ok := b.links.takeBack(i)
-			if !ok {
-				break
-			}
-			d.replyErrB(r, d.abandon)
-			b.complete(i, 1)
-		}
-	}
-	for _, r := range b.links.takeIntake() {
-		b.sent++
-		d.replyErrB(r, d.abandon)
-	}
-}
-
-// stop ends the balancer: every worker stops, the last completions are
-// counted by reap, and the final snapshot is kept for Stats.
-func (d *Dispatcher[R]) stop(reap func()) {
-	d.b.links.stop()
-	reap()
-	s := d.snapshot()
-	d.final.Store(&s)
-	d.life.Store(lifeStopped)
-	close(d.stopped)
-}
+// spinTurns is how many empty turns the balancer yields its P for before it
+// parks. A closed loop of requesters submits again within microseconds;
+// yielding (runtime.Gosched, not a busy wait: whoever is runnable runs)
+// lets them do so without the balancer paying a park and a wake-up per
+// request. Closed-loop Do with empty tasks: 850 -> 537 CPU ns per request
+// (0, 1, 3 turns: 850, 587, 537), batches and fairness unchanged.
+const spinTurns = 3

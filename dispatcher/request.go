@@ -56,17 +56,6 @@ func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 	d.reply(r, zero, err)
 }
 
-// replyErrB answers r with err on the balancer goroutine, which owns
-// an unsent async request and recycles it itself.
-func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
-	if r.async {
-		d.b.links.recycle(r)
-		return
-	}
-	var zero R
-	r.answer(zero, err)
-}
-
 func (r *request[R]) answer(v R, err error) {
 	r.res, r.err = v, err
 	if r.future {

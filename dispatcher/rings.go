@@ -7,14 +7,6 @@ import (
 	"github.com/gobalancer/balancer/worker"
 )
 
-// spinTurns is how many empty turns the balancer yields its P for before it
-// parks. A closed loop of requesters submits again within microseconds;
-// yielding (runtime.Gosched, not a busy wait: whoever is runnable runs)
-// lets them do so without the balancer paying a park and a wake-up per
-// request. Closed-loop Do with empty tasks: 850 -> 537 CPU ns per request
-// (0, 1, 3 turns: 850, 587, 537), batches and fairness unchanged.
-const spinTurns = 3
-
 // Balancer states of the rings engine: running, or parked waiting for
 // intake, control or Close only (idle), or also for a completion
 // (needComp): only then do workers pay a wake-up after a task.
@@ -87,11 +79,6 @@ func (e *rings[R]) send(i int, r *request[R]) {
 func (e *rings[R]) takeBack(i int) (*request[R], bool) {
 	e.publish()
 	return e.pool.Worker(i).TryTake()
-}
-
-func (e *rings[R]) recycle(r *request[R]) {
-	r.ctx, r.fn = nil, nil
-	e.free = append(e.free, r)
 }
 
 func (e *rings[R]) takeIntake() []*request[R] {
@@ -266,22 +253,6 @@ func (e *rings[R]) drain() bool {
 	return e.next != start
 }
 
-// giveSpare passes the collected Go requests to submitters, keeping at
-// most freeCap. Called with the intake's mu held.
-func (e *rings[R]) giveSpare() {
-	in := &e.d.in
-	if len(in.spare) == 0 && len(e.free) <= e.freeCap {
-		in.spare, e.free = e.free, in.spare[:0]
-		return
-	}
-	k := min(len(e.free), e.freeCap-len(in.spare))
-	if k > 0 {
-		in.spare = append(in.spare, e.free[:k]...)
-	}
-	clear(e.free)
-	e.free = e.free[:0]
-}
-
 // workerDone runs on a worker after each finished task, with the tasks
 // still queued at it. The balancer is woken only when it waits for a
 // completion (a full worker, waiting submitters, a drain), and then only
@@ -292,6 +263,20 @@ func (e *rings[R]) giveSpare() {
 func (d *Dispatcher[R]) workerDone(queued int) {
 	if d.state.Load() == parkedNeedComp && queued <= d.b.depth/2 &&
 		d.state.CompareAndSwap(parkedNeedComp, running) {
+		d.wake <- struct{}{}
+	}
+}
+
+// wakeBalancer wakes the balancer if it is parked. Never blocks: only the
+// caller whose CompareAndSwap leaves a parked state sends, and the balancer
+// takes exactly one token per such change. The channel engine's balancer
+// waits in its select, where a lifecycle change arrives as a kick.
+func (d *Dispatcher[R]) wakeBalancer() {
+	if d.chans != nil {
+		d.chans.wake()
+		return
+	}
+	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
 		d.wake <- struct{}{}
 	}
 }

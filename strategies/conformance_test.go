@@ -30,6 +30,7 @@ var behaviour = map[string]struct {
 	"random":          {even, 0.06},
 	"weighted-random": {weighted, 0.06},
 	"swrr":            {weighted, 0.01},
+	"nginx-swrr":      {weighted, 0.01},
 	"iwrr":            {weighted, 0.01},
 	"least-requests":  {weighted, 0.01},
 	"p2c":             {weighted, 0.06},

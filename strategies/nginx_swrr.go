@@ -32,6 +32,7 @@ const nginxCarry = 2
 // give, which configurations carried over from them may rely on. swrr,
 // whose windows bound every member's lag below one pick, gives
 // a a a b a c a instead.
+//
 // nginx's effective weight, which it lowers after a failed request and
 // raises back by one a pick, is the weight here: failures are the
 // caller's to report, with SetWeight or a SlowStart ramp.
@@ -54,9 +55,10 @@ const nginxCarry = 2
 // Pick scans every eligible member: O(n), with no allocation. Medians of
 // BenchmarkPick (docs/strategies.md): 13 ns at 10 members, 144 ns at 100,
 // 1.0 µs at 1000, 7.8 µs at 10 000, where swrr takes 22, 57, 58 and 67 ns.
-// Up to about a hundred members that is fine; from several hundred a pick
-// costs more than the dispatcher spends on a whole task (about 80 ns), and
-// swrr, O(log n), is the choice unless the order must be nginx's. A
+// Below a few tens of members it is the cheaper of the two; from about a
+// hundred a pick costs more than the dispatcher spends on a whole task
+// (about 80 ns), and from a thousand more than ten times that: there swrr,
+// O(log n), is the choice unless the order must be nginx's. A
 // membership change costs O(n) plus a sort of the rounding remainders. At
 // most 2^20 members may be present at once. Not safe for concurrent use.
 type NginxSWRR struct {

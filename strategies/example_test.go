@@ -20,6 +20,17 @@ func ExampleNewSWRR() {
 	// Output: [0 0 0 1 0 2 0 0 0 0 1 0 2 0] true
 }
 
+// nginx's smooth weighted round-robin gives nginx's exact order, for
+// configurations that rely on it; swrr's differs (a a a b a c a).
+func ExampleNewNginxSWRR() {
+	s, _ := strategies.NewNginxSWRR([]int{5, 1, 1})
+	for range 7 {
+		fmt.Print(string("abc"[s.Pick(0)]), " ")
+	}
+	fmt.Println()
+	// Output: a a b a c a a
+}
+
 // kitex's interleaved WRR is O(1) but bursty: the light members are spent
 // first, then the heavy one runs alone.
 func ExampleNewIWRR() {

@@ -51,7 +51,7 @@ func TestPrintLagTable(t *testing.T) {
 	}
 	rows := []row{
 		{"swrr", viaStrategy("swrr")},
-		{"nginx-swrr (nginx's smooth WRR, O(n))", viaStrategy("nginx-swrr")},
+		{"nginx-swrr", viaStrategy("nginx-swrr")},
 		{"least-requests (ties)", viaStrategy("least-requests")},
 		{"iwrr", viaStrategy("iwrr")},
 		{"GCD WRR, lua-resty-balancer (reference)", func(w []int, n int) []int {
@@ -89,6 +89,12 @@ func TestPrintLagTable(t *testing.T) {
 		// least-requests' ties are swrr's order.
 		assert.Less(t, lags["least-requests (ties)/"+name], 1.0, "least-requests lag on %s", name)
 	}
+	// nginx's rule on these vectors, as README.md and docs/strategies.md
+	// print it.
+	for k, want := range []float64{0.666, 0.706, 0.835, 0.687, 0.571, 0.998} {
+		assert.InDelta(t, want, trunc3(lags["nginx-swrr/"+order[k]]), 1e-9, "nginx-swrr on %s", order[k])
+	}
+	assert.InDelta(t, 0.939, trunc3(lags["nginx-swrr/random"]), 1e-9, "nginx-swrr on random vectors")
 	// iwrr is as bursty as the lua-resty-balancer WRR issue's algorithm on its vector, as documented.
 	assert.InDelta(t, lags["GCD WRR, lua-resty-balancer (reference)/100,100,66"], lags["iwrr/100,100,66"], 1e-9)
 	assert.Greater(t, lags["iwrr/100,100,66"], 8.0)

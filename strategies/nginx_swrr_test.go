@@ -1,110 +1,160 @@
 package strategies
 
 import (
+	"math/big"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// nginxRef is nginx's ngx_http_upstream_get_peer written plainly, with its
-// own current weights: the strategy must match it pick for pick.
-func nginxRef(w []int, n int) []int {
-	cur := make([]int, len(w))
-	total := sum(w)
-	out := make([]int, n)
+// nginxReference is ngx_http_upstream_get_peer's loop as nginx writes it,
+// with no failures (the effective weight is the weight) and a weight of 0
+// standing for a peer that is down: it neither gains nor counts in total.
+// It is the test oracle for NginxSWRR, kept as close to the C as Go allows.
+func nginxReference(weights []int, picks int) []int {
+	current := make([]int, len(weights))
+	out := make([]int, picks)
 	for k := range out {
-		best := -1
-		for i := range w {
-			if w[i] == 0 {
+		best, total := -1, 0
+		for i, w := range weights {
+			if w == 0 {
 				continue
 			}
-			cur[i] += w[i]
-			if best < 0 || cur[i] > cur[best] {
+			current[i] += w
+			total += w
+			if best == -1 || current[i] > current[best] {
 				best = i
 			}
 		}
-		cur[best] -= total
+		current[best] -= total
 		out[k] = best
 	}
 	return out
 }
 
-func nginxPicks(t *testing.T, s Strategy, n int) []int {
-	t.Helper()
-	out := make([]int, n)
-	for k := range out {
-		out[k] = s.Pick(0)
+func TestNginxSWRRPinned(t *testing.T) {
+	for _, tc := range []struct {
+		weights []int
+		want    []int
+	}{
+		// nginx's own example, from the commit that made its WRR smooth.
+		{[]int{5, 1, 1}, []int{0, 0, 1, 0, 2, 0, 0, 0, 0, 1, 0, 2, 0, 0}},
+		// By hand, W = 5, current weights after adding, then after the pick:
+		//   1: 2 2 1, tie to a:    -3  2  1
+		//   2: -1 4 2, b:          -1 -1  2
+		//   3: 1 1 3, c:            1  1 -2
+		//   4: 3 3 -1, tie to a:   -2  3 -1
+		//   5: 0 5 0, b:            0  0  0, back to the start.
+		{[]int{2, 2, 1}, []int{0, 1, 2, 0, 1, 0, 1, 2, 0, 1}},
+		// A drained member gains nothing and is skipped: 5,1,1 again.
+		{[]int{5, 0, 1, 1}, []int{0, 0, 2, 0, 3, 0, 0}},
+	} {
+		s, err := NewNginxSWRR(tc.weights)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, picksOf(s, len(tc.want)), "%v", tc.weights)
+		byName, err := New("nginx-swrr", tc.weights)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, picksOf(byName, len(tc.want)), "New(nginx-swrr, %v)", tc.weights)
 	}
-	return out
 }
 
-func TestNginxSWRRSequence(t *testing.T) {
-	s, err := NewNginxSWRR([]int{5, 1, 1})
-	require.NoError(t, err)
-	// nginx's own example: a a b a c a a.
-	assert.Equal(t, []int{0, 0, 1, 0, 2, 0, 0, 0, 0, 1, 0, 2, 0, 0}, nginxPicks(t, s, 14))
-
-	// By hand for 3,2 (W = 5), current weights after adding, then the
-	// winner's after subtracting 5:
-	// (3,2)→a (-2,2); (1,4)→b (1,-1); (4,1)→a (-1,1); (2,3)→b (2,-2);
-	// (5,0)→a (0,0): a b a b a, then it repeats.
-	s, err = NewNginxSWRR([]int{3, 2})
-	require.NoError(t, err)
-	assert.Equal(t, []int{0, 1, 0, 1, 0, 0, 1, 0, 1, 0}, nginxPicks(t, s, 10))
-}
-
-func TestNginxSWRRMatchesReference(t *testing.T) {
+func TestNginxSWRRIsNginxOnRandomWeights(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
 	for range 200 {
-		w := make([]int, 1+r.IntN(12))
+		w := make([]int, 1+r.IntN(40))
 		for i := range w {
-			w[i] = r.IntN(20)
+			if r.IntN(6) > 0 {
+				w[i] = r.IntN(1 + r.IntN(300))
+			}
 		}
 		w[r.IntN(len(w))]++
+		n := 3*sum(w) + r.IntN(50)
 		s, err := NewNginxSWRR(w)
 		require.NoError(t, err)
-		n := 3 * sum(w)
-		require.Equal(t, nginxRef(w, n), nginxPicks(t, s, n), "weights %v", w)
+		require.Equal(t, nginxReference(w, n), picksOf(s, n), "weights %v", w)
+		require.NoError(t, s.check())
 	}
 }
 
-// A change restarts the sequence with the new weights, as a reload does:
-// the picks after it are a fresh nginx's, so nobody bursts.
-func TestNginxSWRRChangeRestarts(t *testing.T) {
-	s, err := NewNginxSWRR([]int{1, 9})
+func TestNginxSWRRPickAllocatesNothing(t *testing.T) {
+	s, err := NewNginxSWRR([]int{5, 1, 1, 30, 7, 0, 2})
 	require.NoError(t, err)
-	nginxPicks(t, s, 8)
-	require.NoError(t, s.SetWeight(0, 7))
-	n := 4 * 16
-	assert.Equal(t, nginxRef([]int{7, 9}, n), nginxPicks(t, s, n))
-	i, err := s.Add(4)
-	require.NoError(t, err)
-	require.Equal(t, 2, i)
-	require.NoError(t, s.Remove(1))
-	n = 4 * 11
-	after := nginxPicks(t, s, n)
-	assert.Equal(t, nginxRef([]int{7, 0, 4}, n), after)
-	assert.Less(t, MaxLag([]int{7, 0, 4}, after), 1.0)
-	require.NoError(t, s.SetWeight(2, 0)) // drains member 2
-	for _, i := range nginxPicks(t, s, 10) {
-		assert.Equal(t, 0, i)
+	seen := map[int]bool{}
+	allocs := testing.AllocsPerRun(1000, func() { seen[s.Pick(0)] = false })
+	assert.Zero(t, allocs)
+	assert.Len(t, seen, 6, "every positive member picked")
+}
+
+func TestNginxSWRRErrors(t *testing.T) {
+	for _, tc := range []struct {
+		weights []int
+		want    error
+	}{
+		{nil, ErrNoMembers},
+		{[]int{2, -1}, ErrNegativeWeight},
+		{[]int{0, 0}, ErrAllZero},
+		{[]int{1, MaxWeight + 1}, ErrTooLarge},
+	} {
+		_, err := NewNginxSWRR(tc.weights)
+		require.ErrorIs(t, err, tc.want, "%v", tc.weights)
+		_, swrrErr := NewSWRR(tc.weights)
+		assert.Equal(t, swrrErr.Error(), err.Error(), "same error as swrr for %v", tc.weights)
 	}
-}
-
-func TestNginxSWRRAllocatesNothing(t *testing.T) {
-	s, err := NewNginxSWRR([]int{5, 1, 1, 3})
-	require.NoError(t, err)
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Done(s.Pick(0), time.Microsecond) }))
-}
-
-func TestNginxSWRRBadInput(t *testing.T) {
-	_, err := NewNginxSWRR(nil)
-	require.ErrorIs(t, err, ErrNoMembers)
-	_, err = NewNginxSWRR([]int{1, -1})
-	require.ErrorIs(t, err, ErrNegativeWeight)
-	_, err = NewNginxSWRR([]int{1}, WithDecay(0.5))
+	_, err := NewNginxSWRR([]int{1}, WithVirtualNodes(10))
 	require.ErrorIs(t, err, ErrBadOption)
+	_, err = NewNginxSWRR([]int{1}, WithSeed(3))
+	require.NoError(t, err, "WithSeed is accepted by every strategy")
+
+	w := make([]int, nginxMaxMembers)
+	w[7] = 1
+	s, err := NewNginxSWRR(w)
+	require.NoError(t, err)
+	_, err = s.Add(1)
+	require.ErrorIs(t, err, ErrTooLarge, "a member beyond the bound of the arithmetic")
+	require.NoError(t, s.Remove(3))
+	_, err = s.Add(1)
+	require.NoError(t, err, "a removed member makes room")
+	_, err = NewNginxSWRR(append(w, 1))
+	require.ErrorIs(t, err, ErrTooLarge)
+}
+
+// A change that moves no debt and keeps W changes nothing: the sequence
+// goes on as if there had been no change.
+func TestNginxSWRRNeutralChanges(t *testing.T) {
+	w := []int{7, 3, 3, 1}
+	want := nginxReference(w, 60)
+	s, err := NewNginxSWRR(w)
+	require.NoError(t, err)
+	got := picksOf(s, 25)
+	require.NoError(t, s.SetWeight(1, 3)) // the same weight
+	z, err := s.Add(0)                    // a drained newcomer
+	require.NoError(t, err)
+	got = append(got, picksOf(s, 20)...)
+	require.NoError(t, s.Remove(z))
+	got = append(got, picksOf(s, 15)...)
+	assert.Equal(t, want, got)
+}
+
+// rescale's arithmetic against math/big, over random values up to its
+// bounds: ⌊a·b/d⌋ with the remainder in [0, d).
+func TestMulFloorDiv(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for k := range 20000 {
+		d := 1 + r.Uint64N(1<<60)
+		b := r.Uint64N(1 << 40)
+		a := r.Int64N(1<<62) - (1 << 61)
+		if k%3 == 0 {
+			a, b, d = r.Int64N(2001)-1000, r.Uint64N(100), 1+r.Uint64N(100)
+		}
+		if d < 4*b && k%3 != 0 {
+			continue // the quotient might not fit; rescale never asks that
+		}
+		q, rem := mulFloorDiv(a, b, d)
+		num := new(big.Int).Mul(big.NewInt(a), new(big.Int).SetUint64(b))
+		wq, wr := new(big.Int).DivMod(num, new(big.Int).SetUint64(d), new(big.Int))
+		require.Equal(t, wq.Int64(), q, "%d·%d/%d", a, b, d)
+		require.Equal(t, wr.Uint64(), rem, "%d·%d mod %d", a, b, d)
+	}
 }

@@ -15,9 +15,10 @@ func init() {
 // weight vector. It is NOT nginx's algorithm and does not give nginx's
 // order: for weights 5,1,1 nginx's smooth WRR picks a a b a c a a, this
 // one a a a b a c a (same shares, same smoothness class, different
-// sequence); a port that depends on nginx's exact sequence uses
-// NginxSWRR (registered as nginx-swrr), which costs O(n) a pick (19 µs at
-// 10 000 members); kitex's table version needs O(ΣW) memory.
+// sequence); a port that depends on nginx's exact sequence should use
+// nginx-swrr (NginxSWRR), which is nginx's rule at O(n) a pick (7.8 µs at
+// 10 000 members, against 67 ns here); kitex's table version needs O(ΣW)
+// memory.
 //
 // The rule is Pfair's (Baruah et al. 1996) and WF2Q's (Bennett and Zhang
 // 1996) applied to pick slots: member i's j-th pick has the window

@@ -231,10 +231,16 @@ func (h *heap[K, S]) down(j int) {
 				// On one word the final round compares the two
 				// winners' keys by min, so it does not wait for the
 				// first rounds' choices to load its operands.
-				k := (*[arity * 2]uint64)(unsafe.Pointer(g)) // key, index and padding, key, ...
-				_, p := bits.Sub64(k[2], k[0], 0)
-				_, q := bits.Sub64(k[6], k[4], 0)
-				_, r := bits.Sub64(min(k[4], k[6]), min(k[0], k[2]), 0)
+				// Each key through its own field: an entry is 16 bytes
+				// on 64-bit machines but 12 where uint64 is 4-byte
+				// aligned (386, arm).
+				k0 := *(*uint64)(unsafe.Pointer(&g[0].key))
+				k1 := *(*uint64)(unsafe.Pointer(&g[1].key))
+				k2 := *(*uint64)(unsafe.Pointer(&g[2].key))
+				k3 := *(*uint64)(unsafe.Pointer(&g[3].key))
+				_, p := bits.Sub64(k1, k0, 0)
+				_, q := bits.Sub64(k3, k2, 0)
+				_, r := bits.Sub64(min(k2, k3), min(k0, k1), 0)
 				a = int((p ^ (p^(2|q))&-r) & (arity - 1))
 			case unsafe.Sizeof(sel) != 0:
 				p := lessBit(&g[1], &g[0])

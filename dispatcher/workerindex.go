@@ -17,9 +17,11 @@ import (
 // context a task may keep). A worker reuses its last wrapper while it runs
 // tasks submitted with the same context, so a batch or a closed loop under
 // one context allocates nothing per task; a context per request (one with
-// its own deadline, say) costs one allocation per task. A worker keeps the
-// last context it wrapped reachable until it runs a task with another, or
-// stops (removed, or the dispatcher closed).
+// its own deadline, say) costs one allocation per task, and so do tasks of
+// several requesters, each with its own long-lived context, that
+// interleave on a worker, and contexts passed as struct values. A worker
+// keeps the last context it wrapped reachable, when it may reuse it, until
+// it runs a task with another or stops (removed, or the dispatcher closed).
 // Without this option the task gets its submitted context unchanged and
 // nothing is paid.
 func WithWorkerIndex() Option {
@@ -102,10 +104,14 @@ func (x *indexer) wrap(parent context.Context) context.Context {
 	if x.reusable && parent == x.last.Context {
 		return x.last
 	}
-	x.last = &workerCtx{Context: parent, key: x.key, i: x.i}
+	w := &workerCtx{Context: parent, key: x.key, i: x.i}
 	t := reflect.TypeOf(parent)
 	x.reusable = t.Comparable() && (t.Kind() == reflect.Pointer || t.Size() == 0)
-	return x.last
+	x.last = nil // kept only when it can be reused, so it pins nothing else
+	if x.reusable {
+		x.last = w
+	}
+	return w
 }
 
 // taskContext is the context r's task runs with under WithWorkerIndex. A

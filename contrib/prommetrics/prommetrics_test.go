@@ -109,6 +109,9 @@ func TestScrape(t *testing.T) {
 			_, err = d.Do(canceled, func(context.Context) (string, error) { return "", nil })
 			require.ErrorIs(t, err, context.Canceled)
 
+			// A Goexit's goroutine is replaced as it leaves, after the
+			// answer it gave on its way out: wait for the count.
+			require.Eventually(t, func() bool { return d.Stats().Replaced == 1 }, 5*time.Second, time.Millisecond)
 			s := d.Stats()
 			fams = scrape(t, reg)
 			done := float64(s.Completed)

@@ -16,7 +16,8 @@ import (
 // the first case of TestNginxSWRRNoBurstAfterChange).
 const nginxBurstBound = 3.0
 
-// nginxFrom is nginxReference from given current weights, which it updates.
+// nginxFrom is nginx's loop (see nginxReference) from given current
+// weights, which it updates.
 func nginxFrom(weights, current []int, picks int) []int {
 	out := make([]int, picks)
 	for k := range out {

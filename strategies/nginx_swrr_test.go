@@ -14,24 +14,7 @@ import (
 // standing for a peer that is down: it neither gains nor counts in total.
 // It is the test oracle for NginxSWRR, kept as close to the C as Go allows.
 func nginxReference(weights []int, picks int) []int {
-	current := make([]int, len(weights))
-	out := make([]int, picks)
-	for k := range out {
-		best, total := -1, 0
-		for i, w := range weights {
-			if w == 0 {
-				continue
-			}
-			current[i] += w
-			total += w
-			if best == -1 || current[i] > current[best] {
-				best = i
-			}
-		}
-		current[best] -= total
-		out[k] = best
-	}
-	return out
+	return nginxFrom(weights, make([]int, len(weights)), picks)
 }
 
 func TestNginxSWRRPinned(t *testing.T) {

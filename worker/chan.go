@@ -70,9 +70,11 @@ func (w *Chan[T]) TryTake() (item T, ok bool) {
 }
 
 // Close makes the worker exit once it has run every item already sent.
-// Nothing may be sent afterwards. A second Close does nothing: the flag,
-// not the channel, says it was closed, because a closed channel cannot be
-// asked without receiving from it.
+// Nothing may be sent afterwards. Close is idempotent, as the ring
+// worker's is: on a closed worker it leaves the worker closed and does not
+// close the channel again (which would panic). The flag, not the channel,
+// says it was closed, because a closed channel cannot be asked without
+// receiving from it.
 func (w *Chan[T]) Close() {
 	if !w.closed {
 		w.closed = true

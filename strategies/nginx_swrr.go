@@ -65,10 +65,9 @@ type NginxSWRR struct {
 	members
 	// The eligible members in index order, as parallel arrays so that a
 	// pick streams through two of them.
-	cw  []int64 // current weights
-	w   []int64
-	id  []int32
-	sum int64 // W
+	cw []int64 // current weights
+	w  []int64
+	id []int32
 
 	rem   []uint64 // scratch for rescale
 	order []int32
@@ -89,7 +88,7 @@ func NewNginxSWRR(weights []int, opts ...Option) (*NginxSWRR, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &NginxSWRR{members: m, sum: int64(m.total)}
+	s := &NginxSWRR{members: m}
 	for i, w := range weights {
 		if w > 0 {
 			s.cw = append(s.cw, 0)
@@ -114,7 +113,7 @@ func (s *NginxSWRR) Pick(uint64) int {
 			top, best = c, k
 		}
 	}
-	cw[best] -= s.sum
+	cw[best] -= int64(s.total)
 	return int(s.id[best])
 }
 
@@ -127,7 +126,7 @@ func (s *NginxSWRR) Add(weight int) (int, error) {
 	if present := s.Len() - s.removedCount(); present >= nginxMaxMembers {
 		return 0, fmt.Errorf("%w: %d members present (max %d)", ErrTooLarge, present, nginxMaxMembers)
 	}
-	oldW := s.sum
+	oldW := int64(s.total)
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -143,7 +142,7 @@ func (s *NginxSWRR) Add(weight int) (int, error) {
 
 // Remove removes member i; what it was owed is shared by the others.
 func (s *NginxSWRR) Remove(i int) error {
-	oldW := s.sum
+	oldW := int64(s.total)
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -155,7 +154,7 @@ func (s *NginxSWRR) Remove(i int) error {
 // SetWeight changes i's weight, keeping what it is owed in picks; 0 drains
 // it as a Remove would, and coming back it is owed nothing.
 func (s *NginxSWRR) SetWeight(i, weight int) error {
-	oldW := s.sum
+	oldW := int64(s.total)
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -210,7 +209,6 @@ func (s *NginxSWRR) removedCount() int {
 // and, as they sum to 0, none rises above n′ times that: below 2^63.
 func (s *NginxSWRR) rescale(oldW int64) {
 	newW := int64(s.total)
-	s.sum = newW
 	n := int64(len(s.cw))
 	var c int64
 	for k, x := range s.cw {
@@ -275,8 +273,8 @@ func (s *NginxSWRR) check() error {
 			return fmt.Errorf("nginx-swrr: eligible array wrong at %d: member %d", k, s.id[k])
 		}
 	}
-	if sum != 0 || w != s.sum || w != int64(s.total) || len(s.cw) != s.live {
-		return fmt.Errorf("nginx-swrr: current weights sum to %d, weights to %d (W %d, total %d), %d eligible of %d", sum, w, s.sum, s.total, len(s.cw), s.live)
+	if sum != 0 || w != int64(s.total) || len(s.cw) != s.live {
+		return fmt.Errorf("nginx-swrr: current weights sum to %d, weights to %d (total %d), %d eligible of %d", sum, w, s.total, len(s.cw), s.live)
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func TestNginxSWRRRescaleRule(t *testing.T) {
 	s := r.s.(*NginxSWRR)
 	for change := 0; change < 400; {
 		r.picks(g.IntN(300))
-		oldW := s.sum
+		oldW := int64(s.total)
 		owed := map[int32]*big.Rat{}
 		for k, x := range s.cw {
 			owed[s.id[k]] = big.NewRat(min(max(x, -nginxCarry*oldW), nginxCarry*oldW), oldW)
@@ -94,7 +94,7 @@ func TestNginxSWRRRescaleRule(t *testing.T) {
 				want.Set(o)
 			}
 			want.Add(want, share)
-			want.Mul(want, big.NewRat(s.sum, 1)) // in units of 1/W′
+			want.Mul(want, big.NewRat(int64(s.total), 1)) // in units of 1/W′
 			diff := new(big.Rat).Sub(big.NewRat(x, 1), want)
 			require.Equal(t, -1, diff.Abs(diff).Cmp(big.NewRat(1, 1)),
 				"change %d, member %d: current weight %d, wanted %s", change, s.id[k], x, want.FloatString(3))
@@ -107,7 +107,7 @@ func TestNginxSWRRRescaleRule(t *testing.T) {
 func TestNginxSWRRCarryIsBounded(t *testing.T) {
 	s, err := NewNginxSWRR([]int{3, 1, 1, 5})
 	require.NoError(t, err)
-	W := s.sum
+	W := int64(s.total)
 	copy(s.cw, []int64{9 * W, -4 * W, 1, -5*W - 1})
 	require.NoError(t, s.SetWeight(1, 2))
 	// Cut to ±2W: 20 −20 1 −20, sum C = −19; (cw − C/4)·11/10 is 27.225

@@ -38,6 +38,9 @@ type Impl struct {
 var Impls = []Impl{
 	{"balancer", newBalancer},
 	{"balancer-channels", newBalancerChannels},
+	{"balancer-wb0", newBalancerBuffer(0)},
+	{"balancer-wb1", newBalancerBuffer(1)},
+	{"balancer-wb3", newBalancerBuffer(3)},
 	{"chanpool", newChanPool},
 	{"pike", newPike},
 	{"ants", newAnts},
@@ -71,8 +74,18 @@ func newBalancerChannels(n int, task func()) Pool {
 	return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Channels))
 }
 
-func newDispatcher(n int, task func(), engine dispatcher.Option) Pool {
-	d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(n), engine)
+// newBalancerBuffer is the rings engine with a worker buffer of b instead
+// of the default: whether holding requests in the balancer rather than in
+// the workers' queues shortens the requesters' tail (it does not:
+// docs/performance.md).
+func newBalancerBuffer(b int) func(int, func()) Pool {
+	return func(n int, task func()) Pool {
+		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(b))
+	}
+}
+
+func newDispatcher(n int, task func(), opts ...dispatcher.Option) Pool {
+	d, err := dispatcher.New[struct{}](append([]dispatcher.Option{dispatcher.WithWorkers(n)}, opts...)...)
 	if err != nil {
 		panic(err) // static options: a programming error
 	}

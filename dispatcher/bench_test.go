@@ -110,3 +110,41 @@ func BenchmarkCeiling(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSubmit: Submit then Wait from 64 closed-loop requesters, with
+// and without handing the Future back (Release), both engines.
+//
+//	go test -run '^$' -bench 'BenchmarkSubmit' -benchtime 200ms -count 10 ./dispatcher/
+func BenchmarkSubmit(b *testing.B) {
+	for _, eng := range []dispatcher.Engine{dispatcher.Rings, dispatcher.Channels} {
+		for _, release := range []bool{false, true} {
+			b.Run(fmt.Sprintf("engine=%v/release=%v", eng, release), func(b *testing.B) {
+				d, err := dispatcher.New[int](dispatcher.WithEngine(eng))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Close(context.Background())
+				ctx := context.Background()
+				task := tasks["empty"]
+				b.ReportAllocs()
+				b.SetParallelism(32) // 64 requesters on 2 Ps
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						f, err := d.Submit(ctx, task)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := f.Wait(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+						if release {
+							f.Release()
+						}
+					}
+				})
+			})
+		}
+	}
+}

@@ -75,9 +75,10 @@ type Dispatcher[R any] struct {
 	closeOnce   sync.Once
 	abandonOnce sync.Once
 
-	reqs  sync.Pool
-	own   ownGoroutines         // the workers' goroutines (ErrNestedSubmit)
-	final atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
+	reqs    sync.Pool
+	futures sync.Pool             // Futures handed back by Release
+	own     ownGoroutines         // the workers' goroutines (ErrNestedSubmit)
+	final   atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
 
 	b balancer[R] // owned by the balancer goroutine
 }
@@ -128,6 +129,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		d.idxKey = new(workerIndexKey)
 	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
+	d.futures.New = func() any { return newFuture(d) }
 	var l links[R]
 	switch c.engine {
 	case Channels:

@@ -338,3 +338,25 @@ func ExampleWithWorkerIndex() {
 	fmt.Println(bytesSeen[0] + bytesSeen[1])
 	// Output: 19
 }
+
+// Hand Futures back with Release once their answers are read, and Submit
+// reuses them: a loop like this one allocates nothing per task.
+func ExampleFuture_Release() {
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close(context.Background())
+	sum := 0
+	for i := range 100 {
+		f, err := d.Submit(context.Background(), func(context.Context) (int, error) { return i, nil })
+		if err != nil {
+			panic(err)
+		}
+		v, _ := f.Wait(context.Background())
+		f.Release() // f must not be used after this
+		sum += v
+	}
+	fmt.Println(sum)
+	// Output: 4950
+}

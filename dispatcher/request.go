@@ -1,8 +1,6 @@
 package dispatcher
 
-import (
-	"context"
-)
+import "context"
 
 // request is one submitted task and its answer.
 //
@@ -19,14 +17,14 @@ import (
 // of the request, so the requester may reuse it as soon as it has
 // received from done.
 type request[R any] struct {
-	ctx    context.Context
-	fn     Task[R]
-	key    uint64
-	res    R
-	err    error
-	done   chan struct{} // capacity 1: the answer never blocks a worker
-	future bool          // done is closed (many may wait) instead of sent on
-	async  bool          // submitted by Go: nobody waits; never leaves the Go free list
+	ctx   context.Context
+	fn    Task[R]
+	key   uint64
+	res   R
+	err   error
+	done  chan struct{} // capacity 1: the answer never blocks a worker
+	fut   *Future[R]    // the Future r belongs to (Submit), which answers it
+	async bool          // submitted by Go: nobody waits; never leaves the Go free list
 	// ret is where the worker running an async request hands it back
 	// (its worker's return ring, rings engine); set by the balancer when
 	// it sends r. Nil on the channel engine, which recycles through a
@@ -58,34 +56,11 @@ func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 
 func (r *request[R]) answer(v R, err error) {
 	r.res, r.err = v, err
-	if r.future {
-		close(r.done)
+	if r.fut != nil {
+		r.fut.answer()
 		return
 	}
 	// Capacity 1 and one answer per request: never blocks, even when the
 	// requester has given up and left.
 	r.done <- struct{}{}
-}
-
-// Future is the pending answer of a submitted task.
-type Future[R any] struct{ r request[R] }
-
-// Done is closed when the answer is ready.
-func (f *Future[R]) Done() <-chan struct{} { return f.r.done }
-
-// Wait returns the task's answer, or ctx's error if ctx ends first (the
-// task is not cancelled by that; Wait may be called again), or
-// ErrNilContext for a nil ctx.
-func (f *Future[R]) Wait(ctx context.Context) (R, error) {
-	if ctx == nil {
-		var zero R
-		return zero, ErrNilContext
-	}
-	select {
-	case <-f.r.done:
-		return f.r.res, f.r.err
-	case <-ctx.Done():
-		var zero R
-		return zero, ctx.Err()
-	}
 }

@@ -41,6 +41,10 @@ var Impls = []Impl{
 	{"balancer-wb0", newBalancerBuffer(0)},
 	{"balancer-wb1", newBalancerBuffer(1)},
 	{"balancer-wb3", newBalancerBuffer(3)},
+	{"balancer-wb255", newBalancerBuffer(255)},
+	{"balancer-wb1023", newBalancerBuffer(1023)},
+	{"balancer-ib1024", newBalancerIntake(1024)},
+	{"balancer-ib4096", newBalancerIntake(4096)},
 	{"chanpool", newChanPool},
 	{"pike", newPike},
 	{"ants", newAnts},
@@ -76,8 +80,8 @@ func newBalancerChannels(n int, task func()) Pool {
 
 // newBalancerBuffer is the rings engine with a worker buffer of b instead
 // of the default: whether holding requests in the balancer rather than in
-// the workers' queues shortens the requesters' tail (it does not:
-// docs/performance.md).
+// the workers' queues shortens the requesters' tail (it does not), and
+// what deeper queues buy a batch of tiny tasks (docs/performance.md).
 func newBalancerBuffer(b int) func(int, func()) Pool {
 	return func(n int, task func()) Pool {
 		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(b))
@@ -247,3 +251,12 @@ func newGoroutine(_ int, task func()) Pool { return goroutinePool{new(sync.WaitG
 func (p goroutinePool) Go()                { p.wg.Go(p.task) }
 func (p goroutinePool) Do()                { wait(p.task, p.wg.Go) }
 func (p goroutinePool) Close()             { p.wg.Wait() }
+
+// newBalancerIntake is the rings engine with an intake buffer of b
+// requests instead of the default (workers × 64), for the experiments of
+// docs/performance.md.
+func newBalancerIntake(b int) func(int, func()) Pool {
+	return func(n int, task func()) Pool {
+		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithIntakeBuffer(b))
+	}
+}

@@ -133,3 +133,33 @@ func BenchmarkMembership(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMemoryLatency is the floor under BenchmarkPickColdKeys: one
+// dependent load at a random line of a buffer of each size (a pointer
+// chase through a random cycle of its cache lines), so ns/op is the
+// machine's load latency at that working set. A cold pick at 10 000
+// members reads a 12.8 MB ring.
+//
+//	go test -run '^$' -bench 'BenchmarkMemoryLatency' -benchtime 2000000x -count 5 ./strategies/
+func BenchmarkMemoryLatency(b *testing.B) {
+	for _, size := range []int{256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20} {
+		b.Run(fmt.Sprintf("size=%dKiB", size>>10), func(b *testing.B) {
+			const line = 8 // uint64s per 64-byte line
+			lines := size / 64
+			perm := rand.New(rand.NewPCG(3, uint64(size))).Perm(lines)
+			next := make([]uint64, lines*line)
+			for i := range lines {
+				next[perm[i]*line] = uint64(perm[(i+1)%lines] * line)
+			}
+			j := uint64(perm[0] * line)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				j = next[j]
+			}
+			chased = j
+		})
+	}
+}
+
+var chased uint64

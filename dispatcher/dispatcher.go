@@ -113,7 +113,11 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		}
 		strat = s
 	}
-	depth := c.workerBuffer + 1
+	// depth is what a worker's queue holds, base the limit it starts at.
+	depth, base := c.workerBuffer+1, c.workerBuffer+1
+	if c.engine != Channels && c.set["WithWorkerBuffer"] == 0 && c.workers <= MaxBuffer/deepDepth {
+		depth = deepDepth // the queues deepen for short tasks (balancer.adapt)
+	}
 	if c.intake < 0 {
 		c.intake = c.workers * depth
 	}
@@ -150,12 +154,12 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 			// a zero buffer admits by free slots: the balancer never
 			// updates free for a positive one, which must bound admission
 			// alone.
-			d.in.free = c.workers * depth
+			d.in.free = c.workers * base
 		}
 		d.rings = newRings(d, c.workers, depth)
 		l = d.rings
 	}
-	d.b.init(strat, l, depth, weights)
+	d.b.init(strat, l, depth, base, weights)
 	if d.chans != nil {
 		go d.balanceChannels()
 	} else {

@@ -120,7 +120,7 @@ func (d *Dispatcher[R]) addLocked(weight int) (int, error) {
 		return 0, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	j := b.links.add()
-	b.w = append(b.w, slot{weight: weight})
+	b.w = append(b.w, slot{weight: weight, limit: b.base})
 	b.live++
 	if weight > 0 {
 		b.room++

@@ -58,10 +58,14 @@ const (
 	MaxBuffer = 1 << 20
 )
 
+// deepDepth is how deep the rings engine's default queues may grow for
+// short tasks (WithWorkerBuffer).
+const deepDepth = 256
+
 func defaults() config {
 	return config{
 		workers:      runtime.GOMAXPROCS(0),
-		workerBuffer: 63, // depth 64: see WithWorkerBuffer
+		workerBuffer: 63, // depth 64, deepening to deepDepth: see WithWorkerBuffer
 		intake:       -1,
 		completion:   -1,
 		engine:       DefaultEngine,
@@ -95,10 +99,19 @@ func WithWeights(weights ...int) Option {
 }
 
 // WithWorkerBuffer sets how many requests may wait in each worker's queue
-// behind the one it runs (default 63; 0 means one request per worker).
-// Deep queues let a worker keep its core busy while the balancer waits for
-// CPU; on 2 cores depth 64 beat depth 17 on empty tasks (1.05x vs 1.44x
-// pond) and on the requesters' p99.9 cycle (docs/performance.md).
+// behind the one it runs (0 means one request per worker). Deep queues let
+// a worker keep its core busy while the balancer waits for CPU; on 2 cores
+// depth 64 beat depth 17 on empty tasks (1.05x vs 1.44x pond) and on the
+// requesters' p99.9 cycle (docs/performance.md).
+//
+// Without this option the rings engine starts every worker at 63 and
+// deepens a worker's queue, up to 255, while its tasks are short: as many
+// requests as about 16 µs of its tasks' mean run time. So a batch of empty
+// tasks is handed over in runs four times as long (0.88x → 0.7x pond's
+// time per task), and tasks of a quarter of a microsecond or more keep 63.
+// A dispatcher built that way holds at most MaxBuffer/256 (4096) workers,
+// AddWorker and Resize included; give WithWorkerBuffer(63) for more. The
+// channel engine's default is 63.
 func WithWorkerBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithWorkerBuffer")

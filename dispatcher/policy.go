@@ -17,7 +17,11 @@ type balancer[R any] struct {
 	dyn   strategies.Dynamic   // nil when strat cannot change membership
 	batch strategies.BatchDone // nil when strat takes completions one by one
 	links links[R]
-	depth int // most requests counted against one worker
+	depth int // most requests a worker's queue holds (its ring's size on rings)
+	// base is the limit a worker starts at, and keeps while its tasks take
+	// a quarter of a microsecond or more: depth, unless the queues deepen
+	// (adapt).
+	base int
 
 	w     []slot
 	room  int // live workers with a positive weight and room for one more
@@ -74,6 +78,7 @@ type links[R any] interface {
 type slot struct {
 	weight     int
 	pending    int
+	limit      int // most requests counted against this worker now: base to depth
 	maxPending int
 	completed  int64
 	busy       int64 // nanoseconds
@@ -84,13 +89,13 @@ type slot struct {
 	unbilled int           // completions since busySeen last moved
 }
 
-func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth int, weights []int) {
-	b.strat, b.links, b.depth = s, l, depth
+func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth, base int, weights []int) {
+	b.strat, b.links, b.depth, b.base = s, l, depth, base
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.batch, _ = s.(strategies.BatchDone)
 	b.w = make([]slot, len(weights))
 	for i, w := range weights {
-		b.w[i].weight = w
+		b.w[i].weight, b.w[i].limit = w, base
 		b.live++
 		if w > 0 {
 			b.room++
@@ -100,7 +105,7 @@ func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth int, weights
 
 func (b *balancer[R]) hasRoom(i int) bool {
 	s := &b.w[i]
-	return !s.removed && s.weight > 0 && s.pending < b.depth
+	return !s.removed && s.weight > 0 && s.pending < s.limit
 }
 
 func (b *balancer[R]) isLive(i int) bool { return i >= 0 && i < len(b.w) && !b.w[i].removed }
@@ -119,7 +124,7 @@ func (b *balancer[R]) freeSlots() int {
 	free := 0
 	for i := range b.w {
 		if b.hasRoom(i) {
-			free += b.depth - b.w[i].pending
+			free += b.w[i].limit - b.w[i].pending
 		}
 	}
 	return free
@@ -144,7 +149,7 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 		d.replyErrB(r, fmt.Errorf("%w: %d", ErrBadPick, i))
 		return
 	}
-	if b.w[i].pending >= b.depth {
+	if b.w[i].pending >= b.w[i].limit {
 		b.held, b.heldW = r, i
 		b.stalls++
 		return
@@ -164,7 +169,7 @@ func (b *balancer[R]) send(i int, r *request[R]) {
 	if s.pending > s.maxPending {
 		s.maxPending = s.pending
 	}
-	if s.pending == b.depth && s.weight > 0 && !s.removed {
+	if s.pending == s.limit && s.weight > 0 && !s.removed {
 		b.room--
 	}
 	b.pend.sample(b.live)
@@ -184,6 +189,41 @@ func (b *balancer[R]) account(i, n int) {
 		s.busy += int64(busy - s.busySeen)
 		s.busySeen = busy
 		s.unbilled = 0
+		if b.base < b.depth {
+			b.adapt(i)
+		}
+	}
+}
+
+// queueBudget is how much work, by its tasks' mean run time, a worker's
+// queue may hold beyond base requests when the queues deepen. A variable
+// only so tests under the race detector, whose empty tasks take
+// microseconds, can widen it.
+var queueBudget = 16 * time.Microsecond
+
+// adapt sets worker i's limit from the mean run time of its tasks: base
+// requests, or as many as fill queueBudget, up to depth. A batch of empty
+// tasks then keeps up to depth requests queued per worker, so the
+// balancer refills a queue and wakes its worker a quarter as often; tasks
+// of a microsecond or more keep base, so a slow worker holds no more
+// work hostage behind it than before.
+func (b *balancer[R]) adapt(i int) {
+	s := &b.w[i]
+	want := b.base
+	if s.per > 0 {
+		want = int(min(max(queueBudget/s.per, time.Duration(b.base)), time.Duration(b.depth)))
+	}
+	if want == s.limit {
+		return
+	}
+	had := b.hasRoom(i)
+	s.limit = want
+	if has := b.hasRoom(i); has != had {
+		if has {
+			b.room++
+		} else {
+			b.room--
+		}
 	}
 }
 
@@ -209,7 +249,7 @@ func (b *balancer[R]) complete(i, n int) {
 		}
 	}
 	b.pend.sample(b.live)
-	if b.held != nil && b.heldW == i && s.pending < b.depth {
+	if b.held != nil && b.heldW == i && s.pending < s.limit {
 		r := b.held
 		b.held = nil
 		b.send(i, r)

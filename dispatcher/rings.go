@@ -261,7 +261,7 @@ func (e *rings[R]) drain() bool {
 // still has half a queue to run while the balancer gets a core. The worker
 // reaches that point without help, so no wake-up is lost.
 func (d *Dispatcher[R]) workerDone(queued int) {
-	if d.state.Load() == parkedNeedComp && queued <= d.b.depth/2 &&
+	if d.state.Load() == parkedNeedComp && queued <= d.b.base/2 &&
 		d.state.CompareAndSwap(parkedNeedComp, running) {
 		d.wake <- struct{}{}
 	}

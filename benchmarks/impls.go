@@ -41,6 +41,7 @@ var Impls = []Impl{
 	{"balancer-wb0", newBalancerBuffer(0)},
 	{"balancer-wb1", newBalancerBuffer(1)},
 	{"balancer-wb3", newBalancerBuffer(3)},
+	{"balancer-wb63", newBalancerBuffer(63)},
 	{"balancer-wb255", newBalancerBuffer(255)},
 	{"balancer-wb1023", newBalancerBuffer(1023)},
 	{"balancer-ib1024", newBalancerIntake(1024)},

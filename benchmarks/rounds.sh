@@ -14,7 +14,7 @@
 #           pike               the textbook balancer of Pike's 2012 talk
 #           chanpool           N goroutines on one unbuffered channel
 #           ants pond workerpool conc errgroup goroutine
-#           balancer-wbN       rings with WithWorkerBuffer(N), N = 0 1 3 255 1023
+#           balancer-wbN       rings with WithWorkerBuffer(N), N = 0 1 3 63 255 1023 (63: the default before the queues deepened)
 #           balancer-ibN       rings with WithIntakeBuffer(N), N = 1024 4096
 #         (the variants are experiments: not in the default list)
 #   -hog  keep one core busy with another process during every round

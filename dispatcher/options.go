@@ -106,9 +106,9 @@ func WithWeights(weights ...int) Option {
 //
 // Without this option the rings engine starts every worker at 63 and
 // deepens a worker's queue, up to 255, while its tasks are short: as many
-// requests as about 16 µs of its tasks' mean run time. So a batch of empty
-// tasks is handed over in runs four times as long (0.88x → 0.7x pond's
-// time per task), and tasks of a quarter of a microsecond or more keep 63.
+// requests as about 32 µs of its tasks' mean run time. So a batch of empty
+// tasks is handed over in runs up to four times as long (docs/performance.md
+// has the figures), and tasks of half a microsecond or more keep 63.
 // A dispatcher built that way holds at most MaxBuffer/256 (4096) workers,
 // AddWorker and Resize included; give WithWorkerBuffer(63) for more. The
 // channel engine's default is 63.

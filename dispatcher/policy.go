@@ -19,7 +19,7 @@ type balancer[R any] struct {
 	links links[R]
 	depth int // most requests a worker's queue holds (its ring's size on rings)
 	// base is the limit a worker starts at, and keeps while its tasks take
-	// a quarter of a microsecond or more: depth, unless the queues deepen
+	// half a microsecond or more: depth, unless the queues deepen
 	// (adapt).
 	base int
 
@@ -199,14 +199,17 @@ func (b *balancer[R]) account(i, n int) {
 // queue may hold beyond base requests when the queues deepen. A variable
 // only so tests under the race detector, whose empty tasks take
 // microseconds, can widen it.
-var queueBudget = 16 * time.Microsecond
+var queueBudget = 32 * time.Microsecond
 
 // adapt sets worker i's limit from the mean run time of its tasks: base
 // requests, or as many as fill queueBudget, up to depth. A batch of empty
 // tasks then keeps up to depth requests queued per worker, so the
 // balancer refills a queue and wakes its worker a quarter as often; tasks
 // of a microsecond or more keep base, so a slow worker holds no more
-// work hostage behind it than before.
+// work hostage behind it than before. The budget is 32 µs because a run's
+// mean, which counts the time the worker's goroutine was descheduled in
+// it, puts an empty task anywhere from 17 to 95 ns on 2 busy cores: at
+// 16 µs the limit fell to 168-238 in one measurement of four.
 func (b *balancer[R]) adapt(i int) {
 	s := &b.w[i]
 	want := b.base

@@ -41,7 +41,8 @@ type Task[R any] func(ctx context.Context) (R, error)
 // request may be queued behind the task itself), nor Close it.
 //
 // Cost, measured on 2 cores (docs/performance.md): about the cost of pond
-// v2 per empty task; Do and Go allocate nothing, Submit allocates the Future.
+// v2 per empty task; Do and Go allocate nothing, nor does Submit when it
+// reuses a Future handed back by Release.
 type Dispatcher[R any] struct {
 	// life is the one lifecycle state: open, then draining once Close has
 	// fenced the intake, abandoning once Close's context ended first,
@@ -119,7 +120,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		depth = deepDepth // the queues deepen for short tasks (balancer.adapt)
 	}
 	if c.intake < 0 {
-		c.intake = c.workers * depth
+		c.intake = c.workers * base
 	}
 
 	d := &Dispatcher[R]{

@@ -84,6 +84,13 @@ func (f *Future[R]) Wait(ctx context.Context) (R, error) {
 		f.r.done <- struct{}{} // for the next Wait: never blocks, one token
 		return f.r.res, f.r.err
 	case <-ctx.Done():
+		if f.state.Load()&futureAnswered != 0 {
+			// Answered, the token held by another Wait for a moment: the
+			// answer is ready, so it wins over the context.
+			<-f.r.done
+			f.r.done <- struct{}{}
+			return f.r.res, f.r.err
+		}
 		var zero R
 		return zero, ctx.Err()
 	}
@@ -93,8 +100,10 @@ func (f *Future[R]) Wait(ctx context.Context) (R, error) {
 // use: after it, neither f nor the channel Done returned may be used, by
 // any goroutine (f may by then be another task's Future). Releasing a
 // Future whose task has not finished is allowed: the task still runs, and
-// its answer is dropped. A second Release before f is reused is a no-op;
-// one after cannot be told from the new owner's.
+// its answer is dropped, and a channel Done returned before is then never
+// closed (nobody may wait on it any more). A second Release before f is
+// reused is a no-op; one after cannot be told from the new owner's, so
+// goroutines sharing f must all be done with it before one releases it.
 func (f *Future[R]) Release() {
 	old := f.state.Or(futureReleased)
 	if old&(futureReleased|futurePooled) == 0 && old&futureAnswered != 0 {

@@ -52,8 +52,8 @@ const (
 	MaxWorkers = 1 << 16
 	// MaxBuffer bounds the intake and completion buffers (at most
 	// MaxBuffer), the worker buffer (below MaxBuffer) and the requests all
-	// worker queues together may hold (workers × (worker buffer + 1), at
-	// most MaxBuffer). At the limit a dispatcher's queues take about 40 MB
+	// worker queues together may hold (workers × (worker buffer + 1), or
+	// workers × 256 when the default queues may deepen; at most MaxBuffer). At the limit a dispatcher's queues take about 40 MB
 	// (the rings engine keeps a ring and a return ring per worker).
 	MaxBuffer = 1 << 20
 )
@@ -109,9 +109,13 @@ func WithWeights(weights ...int) Option {
 // requests as about 32 µs of its tasks' mean run time. So a batch of empty
 // tasks is handed over in runs up to four times as long (docs/performance.md
 // has the figures), and tasks of half a microsecond or more keep 63.
-// A dispatcher built that way holds at most MaxBuffer/256 (4096) workers,
-// AddWorker and Resize included; give WithWorkerBuffer(63) for more. The
-// channel engine's default is 63.
+// A worker whose tasks turn long keeps its deeper limit until it next
+// publishes its busy time (after at most 64 tasks, or when it goes idle),
+// so up to 255 requests may queue behind the first long ones. Queues
+// deepen only in a dispatcher that New gives at most MaxBuffer/256 (4096)
+// workers, which then holds at most that many, AddWorker and Resize
+// included; with more at New the default is a fixed 63, as with
+// WithWorkerBuffer(63) or on the channel engine.
 func WithWorkerBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithWorkerBuffer")
@@ -144,8 +148,8 @@ func WithCompletionBuffer(n int) Option {
 // WithIntakeBuffer sets how many accepted requests may wait for the
 // balancer to send them to a worker. 0 accepts a request only when nothing
 // waits and a worker has room, like Pike's unbuffered request channel; the
-// default (workers × (worker buffer + 1)) lets submitters go on without
-// waiting for the balancer.
+// default (workers × (worker buffer + 1), with the default buffer workers ×
+// 64) lets submitters go on without waiting for the balancer.
 func WithIntakeBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithIntakeBuffer")

@@ -205,8 +205,10 @@ var queueBudget = 32 * time.Microsecond
 // requests, or as many as fill queueBudget, up to depth. A batch of empty
 // tasks then keeps up to depth requests queued per worker, so the
 // balancer refills a queue and wakes its worker a quarter as often; tasks
-// of a microsecond or more keep base, so a slow worker holds no more
-// work hostage behind it than before. The budget is 32 µs because a run's
+// of half a microsecond or more keep base, so a worker slow from the start
+// holds no more work behind it than before (one whose tasks turn long
+// keeps its limit until it next publishes its busy time: after at most 64
+// tasks, or when it goes idle). The budget is 32 µs because a run's
 // mean, which counts the time the worker's goroutine was descheduled in
 // it, puts an empty task anywhere from 17 to 95 ns on 2 busy cores: at
 // 16 µs the limit fell to 168-238 in one measurement of four.

@@ -254,7 +254,7 @@ func (p goroutinePool) Do()                { wait(p.task, p.wg.Go) }
 func (p goroutinePool) Close()             { p.wg.Wait() }
 
 // newBalancerIntake is the rings engine with an intake buffer of b
-// requests instead of the default (workers × 64), for the experiments of
+// requests instead of the default (workers × (worker buffer + 1)), for the experiments of
 // docs/performance.md.
 func newBalancerIntake(b int) func(int, func()) Pool {
 	return func(n int, task func()) Pool {

@@ -120,7 +120,10 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		depth = deepDepth // the queues deepen for short tasks (balancer.adapt)
 	}
 	if c.intake < 0 {
-		c.intake = c.workers * base
+		// As many as the queues may hold: with base instead, deepened
+		// queues bought a batch of empty tasks nothing (0.87x pond against
+		// 0.90x for the old default, 15 rounds; 0.72x with this).
+		c.intake = c.workers * depth
 	}
 
 	d := &Dispatcher[R]{

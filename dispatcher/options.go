@@ -148,8 +148,9 @@ func WithCompletionBuffer(n int) Option {
 // WithIntakeBuffer sets how many accepted requests may wait for the
 // balancer to send them to a worker. 0 accepts a request only when nothing
 // waits and a worker has room, like Pike's unbuffered request channel; the
-// default (workers × (worker buffer + 1), with the default buffer workers ×
-// 64) lets submitters go on without waiting for the balancer.
+// default (workers × (worker buffer + 1); with the default buffer on the
+// rings engine workers × 256, the most its queues may deepen to) lets
+// submitters go on without waiting for the balancer.
 func WithIntakeBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithIntakeBuffer")

@@ -72,7 +72,7 @@ func BenchmarkPickColdKeys(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for k := range b.N {
-				i := s.Pick(keys[(k*0x9e3779b1)&(len(keys)-1)])
+				i := s.Pick(keys[(uint64(k)*0x9e3779b1)&uint64(len(keys)-1)])
 				if done {
 					s.Done(i, time.Microsecond)
 				}

@@ -8,8 +8,8 @@ import "fmt"
 type members struct {
 	weight  []int
 	removed []bool
-	live    int // members present with a positive weight
-	total   int // sum of present members' weights
+	live    int   // members present with a positive weight
+	total   int64 // sum of present members' weights: int64 so 2^24 members of MaxWeight fit where int is 32 bits
 }
 
 func newMembers(weights []int) (members, error) {
@@ -18,7 +18,7 @@ func newMembers(weights []int) (members, error) {
 	}
 	m := members{weight: append([]int(nil), weights...), removed: make([]bool, len(weights))}
 	for _, w := range weights {
-		m.total += w
+		m.total += int64(w)
 		if w > 0 {
 			m.live++
 		}
@@ -45,7 +45,7 @@ func (m *members) add(w int) (int, error) {
 	}
 	m.weight = append(m.weight, w)
 	m.removed = append(m.removed, false)
-	m.total += w
+	m.total += int64(w)
 	if w > 0 {
 		m.live++
 	}
@@ -63,7 +63,7 @@ func (m *members) remove(i int) error {
 	if m.weight[i] > 0 {
 		m.live--
 	}
-	m.total -= m.weight[i]
+	m.total -= int64(m.weight[i])
 	m.removed[i] = true
 	return nil
 }
@@ -85,7 +85,7 @@ func (m *members) setWeight(i, w int) error {
 	} else if old > 0 && w == 0 {
 		m.live--
 	}
-	m.total += w - old
+	m.total += int64(w - old)
 	m.weight[i] = w
 	return nil
 }

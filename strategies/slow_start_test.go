@@ -372,8 +372,8 @@ func BenchmarkSlowStartPick(b *testing.B) {
 		win               Window
 		wrap, ramp, again bool
 	}{
-		{"bare", Window{}, false, false, false}, {"idle", PickWindow(1 << 40), true, false, false},
-		{"ramp-picks", PickWindow(1 << 40), true, true, false},
+		{"bare", Window{}, false, false, false}, {"idle", PickWindow(min(1<<40, math.MaxInt)), true, false, false},
+		{"ramp-picks", PickWindow(min(1<<40, math.MaxInt)), true, true, false},
 		{"ramp-time", TimeWindow(time.Hour, time.Now), true, true, false},
 		{"re-ramping", PickWindow(16000), true, true, true},
 	} {

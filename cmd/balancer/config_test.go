@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestBadInput(t *testing.T) {
 		{"too many nWorker", []string{"-nWorker", "100000"}, "-nWorker must be at most 65536"},
 		{"worker buffer at the maximum", []string{"-worker-buffer", "1048576"},
 			"-worker-buffer must be below 1048576 (dispatcher.MaxBuffer), got 1048576"},
-		{"worker buffer overflowing", []string{"-worker-buffer", "0,9223372036854775807"}, "-worker-buffer must be below 1048576"},
+		{"worker buffer overflowing", []string{"-worker-buffer", "0,9223372036854775807"}, wordSize("-worker-buffer must be below 1048576", `-worker-buffer: "9223372036854775807" is out of range`)},
 		{"worker queues above the maximum", []string{"-workers", "2000", "-worker-buffer", "10000"},
 			"2000 workers × (-worker-buffer 10000 + 1) is more than the 1048576 requests"},
 		{"completion buffer above the maximum", []string{"-engine", "channels", "-completion-buffer", "0,1048577"},
@@ -94,9 +95,9 @@ func TestBadInput(t *testing.T) {
 		{"endless work", []string{"-work", "9223372036854775807ns"}, "-work must be at most 1s per request, got 2562047h47m16.854775807s"},
 		{"work above a second", []string{"-work", "1001ms"}, "-work must be at most 1s per request"},
 		{"single huge worker buffer", []string{"-worker-buffer", "9223372036854775807"},
-			"-worker-buffer must be below 1048576 (dispatcher.MaxBuffer), got 9223372036854775807"},
+			wordSize("-worker-buffer must be below 1048576 (dispatcher.MaxBuffer), got 9223372036854775807", `-worker-buffer: "9223372036854775807" is out of range`)},
 		{"requests overflowing", []string{"-requests", "9223372036854775807"},
-			"-requests must be at most 2^48 (281474976710656), got 9223372036854775807"},
+			wordSize("-requests must be at most 2^48 (281474976710656), got 9223372036854775807", "value out of range")},
 		{"too many requesters", []string{"-requesters", "65537"}, "-requesters must be at most 65536, got 65537"},
 		{"too many nRequester", []string{"-nRequester", "100000"}, "-nRequester must be at most 65536"},
 		{"too many picks", []string{"-picks", "100000000"}, "-picks must be at most 10000000 (the trace is held whole), got 100000000"},
@@ -261,4 +262,13 @@ func TestWeightsImplyWorkers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.workers)
 	assert.Equal(t, []int{100, 100, 66}, c.weights)
+}
+
+// wordSize is want64 where int is 64 bits and want32 where it is 32: a
+// number past a 32-bit int is refused when it is parsed, before any bound.
+func wordSize(want64, want32 string) string {
+	if strconv.IntSize == 32 {
+		return want32
+	}
+	return want64
 }

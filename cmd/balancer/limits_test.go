@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,7 +22,7 @@ import (
 // refused as bad input) start at once in a fixed amount of memory; an
 // interrupt reports the requests asked and those answered.
 func TestHugeRequests(t *testing.T) {
-	for _, n := range []int{1_000_000_000, maxRequests} {
+	for _, n := range []int{1_000_000_000, min(maxRequests, math.MaxInt)} { // 2^31-1 where int is 32 bits
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
@@ -47,7 +48,7 @@ func TestHugeRequests(t *testing.T) {
 // The maxima are accepted; one past them is bad input (TestBadInput).
 func TestBoundsAccepted(t *testing.T) {
 	for _, args := range [][]string{
-		{"-requests", fmt.Sprint(maxRequests)}, {"-requesters", "65536"}, {"-work", "1s"},
+		{"-requests", fmt.Sprint(min(maxRequests, math.MaxInt))}, {"-requesters", "65536"}, {"-work", "1s"},
 		{"-workers", "2", "-speeds", "0.01,1e6"}, {"-picks", "10000000"},
 	} {
 		_, err := parseConfig(args, nil)

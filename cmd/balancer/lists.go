@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ func parseInts(name, s string) ([]int, error) {
 	var out []int
 	for _, p := range parts {
 		v, err := strconv.Atoi(p)
+		if errors.Is(err, strconv.ErrRange) {
+			// Only where int is 32 bits can a bound check not say this.
+			return nil, fmt.Errorf("%s: %q is out of range (at most %d)", name, p, math.MaxInt)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: malformed list %q (%q is not an integer)", name, s, p)
 		}

@@ -38,14 +38,15 @@ type Impl struct {
 var Impls = []Impl{
 	{"balancer", newBalancer},
 	{"balancer-channels", newBalancerChannels},
-	{"balancer-wb0", newBalancerBuffer(0)},
-	{"balancer-wb1", newBalancerBuffer(1)},
-	{"balancer-wb3", newBalancerBuffer(3)},
-	{"balancer-wb63", newBalancerBuffer(63)},
-	{"balancer-wb255", newBalancerBuffer(255)},
-	{"balancer-wb1023", newBalancerBuffer(1023)},
-	{"balancer-ib1024", newBalancerIntake(1024)},
-	{"balancer-ib4096", newBalancerIntake(4096)},
+	{"balancer-wb0", newRingsWith(dispatcher.WithWorkerBuffer(0))},
+	{"balancer-wb1", newRingsWith(dispatcher.WithWorkerBuffer(1))},
+	{"balancer-wb3", newRingsWith(dispatcher.WithWorkerBuffer(3))},
+	{"balancer-wb63", newRingsWith(dispatcher.WithWorkerBuffer(63))},
+	{"balancer-wb255", newRingsWith(dispatcher.WithWorkerBuffer(255))},
+	{"balancer-wb1023", newRingsWith(dispatcher.WithWorkerBuffer(1023))},
+	// The old fixed depth with a larger intake: what the intake alone buys.
+	{"balancer-ib1024", newRingsWith(dispatcher.WithWorkerBuffer(63), dispatcher.WithIntakeBuffer(1024))},
+	{"balancer-ib4096", newRingsWith(dispatcher.WithWorkerBuffer(63), dispatcher.WithIntakeBuffer(4096))},
 	{"chanpool", newChanPool},
 	{"pike", newPike},
 	{"ants", newAnts},
@@ -79,13 +80,14 @@ func newBalancerChannels(n int, task func()) Pool {
 	return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Channels))
 }
 
-// newBalancerBuffer is the rings engine with a worker buffer of b instead
-// of the default: whether holding requests in the balancer rather than in
-// the workers' queues shortens the requesters' tail (it does not), and
-// what deeper queues buy a batch of tiny tasks (docs/performance.md).
-func newBalancerBuffer(b int) func(int, func()) Pool {
+// newRingsWith is the rings engine with other buffers than the default,
+// for the experiments of docs/performance.md: whether holding requests in
+// the balancer rather than in the workers' queues shortens the requesters'
+// tail (it does not), and what deeper queues or a larger intake buy a
+// batch of tiny tasks.
+func newRingsWith(opts ...dispatcher.Option) func(int, func()) Pool {
 	return func(n int, task func()) Pool {
-		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(b))
+		return newDispatcher(n, task, append([]dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings)}, opts...)...)
 	}
 }
 
@@ -252,12 +254,3 @@ func newGoroutine(_ int, task func()) Pool { return goroutinePool{new(sync.WaitG
 func (p goroutinePool) Go()                { p.wg.Go(p.task) }
 func (p goroutinePool) Do()                { wait(p.task, p.wg.Go) }
 func (p goroutinePool) Close()             { p.wg.Wait() }
-
-// newBalancerIntake is the rings engine with an intake buffer of b
-// requests instead of the default (workers × (worker buffer + 1)), for the experiments of
-// docs/performance.md.
-func newBalancerIntake(b int) func(int, func()) Pool {
-	return func(n int, task func()) Pool {
-		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithIntakeBuffer(b))
-	}
-}

@@ -15,7 +15,7 @@
 #           chanpool           N goroutines on one unbuffered channel
 #           ants pond workerpool conc errgroup goroutine
 #           balancer-wbN       rings with WithWorkerBuffer(N), N = 0 1 3 63 255 1023 (63: the default before the queues deepened)
-#           balancer-ibN       rings with WithIntakeBuffer(N), N = 1024 4096
+#           balancer-ibN       rings with WithWorkerBuffer(63) and WithIntakeBuffer(N), N = 1024 4096
 #         (the variants are experiments: not in the default list)
 #   -hog  keep one core busy with another process during every round
 # Raw output goes to -o (default: a temporary file); keep it out of git.

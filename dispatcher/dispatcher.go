@@ -122,7 +122,8 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	if c.intake < 0 {
 		// As many as the queues may hold: with base instead, deepened
 		// queues bought a batch of empty tasks nothing (0.87x pond against
-		// 0.90x for the old default, 15 rounds; 0.72x with this).
+		// 0.90x for the old default, 15 rounds; with this 0.77x against
+		// 0.89x, docs/performance.md).
 		c.intake = c.workers * depth
 	}
 

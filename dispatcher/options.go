@@ -53,8 +53,9 @@ const (
 	// MaxBuffer bounds the intake and completion buffers (at most
 	// MaxBuffer), the worker buffer (below MaxBuffer) and the requests all
 	// worker queues together may hold (workers × (worker buffer + 1), or
-	// workers × 256 when the default queues may deepen; at most MaxBuffer). At the limit a dispatcher's queues take about 40 MB
-	// (the rings engine keeps a ring and a return ring per worker).
+	// workers × 256 when the default queues may deepen; at most
+	// MaxBuffer). At the limit a dispatcher's queues take about 40 MB (the
+	// rings engine keeps a ring and a return ring per worker).
 	MaxBuffer = 1 << 20
 )
 

@@ -8,3 +8,6 @@ func (w *Worker[T]) Push(item T) {
 
 // Pushed returns how many items were written. Producer only.
 func (w *Worker[T]) Pushed() uint64 { return w.put }
+
+// ChanLen returns how many items wait in w's channel.
+func ChanLen[T any](w *Chan[T]) int { return len(w.in) }

@@ -12,11 +12,11 @@ import (
 	"github.com/gobalancer/balancer/worker"
 )
 
-// TestReviewChanPoolRemoveThenStop: a pool of channel workers (whose Close
+// TestChanRemoveThenStop: a pool of channel workers (whose Close
 // closes a channel): Remove then Stop closes each worker once, Goexit
 // replacements are owned by the pool's Wait, and Replaced counts removed
 // workers' replacements too.
-func TestReviewChanPoolRemoveThenStop(t *testing.T) {
+func TestChanRemoveThenStop(t *testing.T) {
 	done := make(chan int, 64)
 	var ran atomic.Int64
 	cfg := worker.Config[int]{

@@ -25,14 +25,14 @@ type channels[R any] struct {
 	d *Dispatcher[R]
 	workerSet[*worker.Chan[*request[R]]]
 
-	reqs chan *request[R] // the shared request channel (WithIntakeBuffer)
-	done chan int         // the completion channel (WithCompletionBuffer)
-	kick chan struct{}    // capacity 1: a lifecycle change to look at
+	reqs  chan *request[R] // the shared request channel (WithIntakeBuffer)
+	done  chan int         // the completion channel (WithCompletionBuffer)
+	kicks chan struct{}    // capacity 1: a lifecycle change or control call to look at
 
-	// fence makes Close's "no request accepted after this" exact: a
+	// closeMu makes Close's "no request accepted after this" exact: a
 	// submitter holds it for reading from its closed check to the end of
 	// its send; Close takes it for writing once, after closing closing.
-	fence   sync.RWMutex
+	closeMu sync.RWMutex
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
 	gate    tryGate      // TrySubmit at a zero intake buffer
@@ -45,7 +45,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		d:       d,
 		reqs:    make(chan *request[R], intake),
 		done:    make(chan int, completion),
-		kick:    make(chan struct{}, 1),
+		kicks:   make(chan struct{}, 1),
 		closing: make(chan struct{}),
 	}
 	e.goReqs.New = func() any { return &request[R]{async: true} }
@@ -87,8 +87,8 @@ func (e *channels[R]) takeIntake() []*request[R] {
 // enqueue sends r on the request channel, waiting for room if block.
 // Once it returns nil, r will be answered exactly once.
 func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
-	e.fence.RLock()
-	defer e.fence.RUnlock()
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
 	if e.d.life.Load() != lifeOpen {
 		return ErrClosed
 	}
@@ -121,56 +121,66 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	// Safe to block: the balancer receives whenever it can place a request,
 	// ctx's end returns the request to the caller unsent, and Close closes
 	// closing before it waits for the fence. Counted only here, on the
-	// path that waits anyway.
+	// path that waits anyway. It waits however long room takes, whoever
+	// calls it (see Dispatcher on nested submits).
 	e.blocked.Add(1)
 	defer e.blocked.Add(-1)
-	t := e.d.own.timer() // once per wait: one of our own tasks? (nested.go)
-	defer e.d.own.done(t)
-	nested := t.C
-	for {
-		select {
-		case e.reqs <- r:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-e.closing:
-			return ErrClosed
-		case <-nested:
-			nested = nil
-			if e.d.own.mine() {
-				return ErrNestedSubmit
-			}
-		}
+	select {
+	case e.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.closing:
+		return ErrClosed
 	}
 }
 
-// fenceIntake stops intake for Close: blocked submitters leave with
-// ErrClosed, those between their check and their send finish, and every
-// later submit sees the lifecycle past open.
-func (e *channels[R]) fenceIntake() {
-	close(e.closing)
-	e.fence.Lock()
-	e.d.advance(lifeDraining)
-	e.fence.Unlock()
+// enqueueGo takes a recycled request from the pool and gives it back
+// unless it is accepted.
+func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
+	r := e.goReqs.Get().(*request[R])
+	r.ctx, r.fn, r.meta = ctx, fn, m
+	err := e.enqueue(ctx, r, true)
+	if err != nil {
+		e.recycle(r)
+	}
+	return err
 }
 
-// wake tells the balancer to look at the lifecycle. Never blocks.
-func (e *channels[R]) wake() {
+func (e *channels[R]) recycleAsync(r *request[R]) { e.goReqs.Put(r) }
+
+func (e *channels[R]) intakeStats() (queued, blocked int) {
+	return len(e.reqs), int(e.blocked.Load())
+}
+
+// fence stops intake for Close: blocked submitters leave with ErrClosed,
+// those between their check and their send finish, and every later submit
+// sees the lifecycle past open.
+func (e *channels[R]) fence() {
+	close(e.closing)
+	e.closeMu.Lock()
+	e.d.advance(lifeDraining)
+	e.closeMu.Unlock()
+}
+
+// kick tells the balancer to look at the lifecycle or ctl. Never blocks.
+func (e *channels[R]) kick() {
 	select {
-	case e.kick <- struct{}{}:
+	case e.kicks <- struct{}{}:
 	default: // a kick is pending already
 	}
 }
 
-// balanceChannels is the channel engine's balancer goroutine: Pike's
+// loop is the channel engine's balancer goroutine: Pike's
 // select over the request and completion channels, with control calls and
 // lifecycle kicks beside them. Before it waits in that select it takes what
 // is ready without waiting, and yields its P for a few empty turns: a
 // balancer that is runnable, not parked, costs the workers nothing when
 // they report (their completion sends land in the buffer), where one that
 // parks at every completion pays a wake-up per request.
-func (d *Dispatcher[R]) balanceChannels() {
-	b, e := &d.b, d.chans
+func (e *channels[R]) loop() {
+	d := e.d
+	b := &d.b
 	idle := 0 // turns in a row that took nothing
 	for {
 		if d.ctlWaiting.Load() > 0 {
@@ -206,10 +216,10 @@ func (d *Dispatcher[R]) balanceChannels() {
 		case f := <-d.ctl:
 			d.ctlWaiting.Add(-1)
 			f()
-		case <-e.kick:
+		case <-e.kicks:
 		}
 	}
-	d.stop(e.reap)
+	d.stop()
 }
 
 // pollBatch bounds how many messages of one kind a turn takes without

@@ -25,9 +25,7 @@ func (d *Dispatcher[R]) call(f func() error) error {
 	// Announce the call so a busy balancer looks at ctl (it does not poll
 	// the channel: a select per loop costs more than the atomic).
 	d.ctlWaiting.Add(1)
-	if d.rings != nil {
-		d.wakeBalancer()
-	}
+	d.eng.kick()
 	select {
 	case d.ctl <- func() { errc <- f() }:
 	case <-d.stopped:

@@ -34,25 +34,29 @@ type Task[R any] func(ctx context.Context) (R, error)
 // Dispatcher balances tasks returning R over a set of workers. Create it
 // with New and stop it with Close. All methods are safe for concurrent use.
 //
-// A task's blocking submit (Do, Submit, Go) to its own dispatcher that
-// finds no room for 10 ms returns ErrNestedSubmit instead of waiting on,
-// since the room may need the task's own worker. A task should still not
-// wait for the answer of a request it submitted to its own dispatcher (the
-// request may be queued behind the task itself), nor Close it.
+// Nested submits. A task may submit to any dispatcher, its own included.
+// A blocking submit (Do, Submit, Go, Group.Go) waits for room whoever
+// calls it, always: the answer never depends on how long it waited. So a
+// task's blocking submit to its own dispatcher can wait for room that
+// only its own worker would make: if every worker does so while the
+// intake is full, nothing progresses until Close gives up on them. A task
+// that submits to its own dispatcher should use TrySubmit or Group.TryGo
+// (which never wait, and return ErrBusy or false when there is no room),
+// or a context that bounds the wait; nor should it wait for the answer of
+// what it submitted (the request may be queued behind the task itself),
+// nor Close the dispatcher. errgroup and ants give the same rule.
 //
-// Cost, measured on 2 cores (docs/performance.md): about the cost of pond
-// v2 per empty task; Do and Go allocate nothing, nor does Submit when it
-// reuses a Future handed back by Release.
+// Cost: one balancer hand-off per request, shared by both engines; Do
+// and Go allocate nothing, nor does Submit when it reuses a Future handed
+// back by Release (docs/performance.md has the measured figures).
 type Dispatcher[R any] struct {
 	// life is the one lifecycle state: open, then draining once Close has
 	// fenced the intake, abandoning once Close's context ended first,
 	// stopped once every goroutine has exited. It only moves forward.
 	life    atomic.Int32
-	abandon error        // the answer of abandoned requests; set before abandoning
-	rings   *rings[R]    // set for the rings engine
-	chans   *channels[R] // set for the channel engine
+	abandon error     // the answer of abandoned requests; set before abandoning
+	eng     engine[R] // the engine: its intake, links and balancer loop
 	stopped chan struct{}
-	wake    chan struct{} // capacity 1
 	ctl     chan func()
 	onPanic func(*PanicError) // WithPanicHandler
 	lat     *latency          // sampled task run times (Stats.Latency)
@@ -60,13 +64,8 @@ type Dispatcher[R any] struct {
 
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
-	// balancer write per request (the intake lock, the park state).
-	_  [64]byte
-	in intake[R] // the rings engine's intake
-
-	// The rings balancer's wake-up: it parks only when it has nothing to
-	// do, and whoever clears state from a parked value sends the one token.
-	state      atomic.Int32
+	// balancer write per request.
+	_          [64]byte
 	ctlWaiting atomic.Int32 // control calls about to send on ctl
 	panics     atomic.Int64
 	// Written only when a task panics, exits or is cancelled, or a panic
@@ -78,7 +77,6 @@ type Dispatcher[R any] struct {
 
 	reqs    sync.Pool
 	futures sync.Pool             // Futures handed back by Release
-	own     ownGoroutines         // the workers' goroutines (ErrNestedSubmit)
 	final   atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
 
 	b balancer[R] // owned by the balancer goroutine
@@ -128,7 +126,6 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	}
 
 	d := &Dispatcher[R]{
-		wake:    make(chan struct{}, 1),
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
 		onPanic: c.panicHandler,
@@ -139,36 +136,16 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	}
 	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
 	d.futures.New = func() any { return newFuture(d) }
-	var l links[R]
-	switch c.engine {
-	case Channels:
-		if c.completion < 0 {
-			// A slot for every request that can be pending: a worker never
-			// waits for the balancer to take its report. With the number of
-			// workers instead, Batch of 10 µs tasks took 8.89 µs per task
-			// against 5.48 (benchstat n=5, p=0.008): workers sat blocked on
-			// a full completion channel while the balancer waited for a P.
-			c.completion = c.workers * depth
-		}
-		d.chans = newChannels(d, c.workers, depth, c.intake, c.completion)
-		l = d.chans
-	default:
-		d.in.cap = c.intake
-		if c.intake == 0 {
-			// Every worker is empty until the balancer says otherwise. Only
-			// a zero buffer admits by free slots: the balancer never
-			// updates free for a positive one, which must bound admission
-			// alone.
-			d.in.free = c.workers * base
-		}
-		d.rings = newRings(d, c.workers, depth)
-		l = d.rings
+	if c.engine == Channels && c.completion < 0 {
+		// A slot for every request that can be pending: a worker never
+		// waits for the balancer to take its report. With the number of
+		// workers instead, Batch of 10 µs tasks took 8.89 µs per task
+		// against 5.48 (benchstat n=5, p=0.008): workers sat blocked on
+		// a full completion channel while the balancer waited for a P.
+		c.completion = c.workers * depth
 	}
-	d.b.init(strat, l, depth, base, weights)
-	if d.chans != nil {
-		go d.balanceChannels()
-	} else {
-		go d.balanceRings()
-	}
+	d.eng = newEngine(d, c.engine, &c, depth, base)
+	d.b.init(strat, d.eng, depth, base, weights)
+	go d.eng.loop()
 	return d, nil
 }

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -63,4 +64,49 @@ func WithEngine(e Engine) Option {
 		}
 		c.engine = e
 	})
+}
+
+// engine is everything one engine does, the one seam between the shared
+// policy (balancer, in policy.go) and an engine's own state and goroutine
+// loop. Dispatcher holds exactly one; New selects it (newEngine) and
+// nothing else names an engine's type.
+//
+// The submitter side (enqueue, enqueueGo, fence, kick, intakeStats) is
+// called from any goroutine; the rest (the links, loop, reap) belongs to
+// the balancer goroutine.
+type engine[R any] interface {
+	links[R]
+	// enqueue hands r to the balancer, waiting for room if block. Once it
+	// returns nil, r will be answered exactly once.
+	enqueue(ctx context.Context, r *request[R], block bool) error
+	// enqueueGo is enqueue for Go: the engine supplies the request (its
+	// own recycled one), filled from m, so nothing is allocated unless the
+	// request is accepted.
+	enqueueGo(ctx context.Context, m meta, fn Task[R]) error
+	// fence stops intake for Close: every later submit, and every blocked
+	// one, returns ErrClosed, and the lifecycle moves to draining.
+	fence()
+	// kick wakes the balancer to look at the lifecycle or a control call.
+	// Never blocks.
+	kick()
+	// intakeStats reports requests accepted and not yet taken by the
+	// balancer, and submitters waiting for room.
+	intakeStats() (queued, blocked int)
+	// loop is the balancer goroutine: it runs until the dispatcher has
+	// drained (or abandoned) and every worker has stopped.
+	loop()
+	// reap counts every completion the workers have reported, so a
+	// snapshot taken after a request's answer includes it. Balancer only.
+	reap()
+	// recycleAsync takes back an async (Go) request a worker finished.
+	// Worker goroutines only.
+	recycleAsync(r *request[R])
+}
+
+// newEngine builds the engine e for d: the one place an engine is chosen.
+func newEngine[R any](d *Dispatcher[R], e Engine, c *config, depth, base int) engine[R] {
+	if e == Channels {
+		return newChannels(d, c.workers, depth, c.intake, c.completion)
+	}
+	return newRings(d, c.workers, depth, base, c.intake)
 }

@@ -26,10 +26,6 @@ var (
 	// ErrNotStarted: the Dispatcher was not made by New (a zero value or a
 	// nil pointer); every method returns it instead of panicking or hanging.
 	ErrNotStarted = errors.New("dispatcher: not made by New")
-	// ErrNestedSubmit: a task's blocking submit (Do, Submit, Go) to its own
-	// dispatcher found no room for 10 ms; waiting on could deadlock (the
-	// room may need the task's own worker), so it returns instead.
-	ErrNestedSubmit = errors.New("dispatcher: a task's blocking submit to its own full dispatcher would deadlock")
 	// ErrNoWorker: the index names no live worker.
 	ErrNoWorker = errors.New("dispatcher: no such worker")
 	// ErrNotDynamic: the strategy does not support membership changes.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // ErrGroupDone: Go or TryGo on a Group whose Wait has returned. A Group
@@ -40,8 +39,7 @@ type Group[R any] struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	collect bool
-	bad     error   // why the group was refused at construction
-	run     Task[R] // g.runSlot as a value, made once: every slot shares it
+	bad     error // why the group was refused at construction
 	first   atomic.Pointer[groupSlot[R]]
 
 	mu        sync.Mutex
@@ -73,26 +71,19 @@ type groupChunk[R any] struct {
 
 // groupSlot is one task of a group: its request, answered by the
 // dispatcher's ordinary path (value, error, panic, Goexit, cancellation,
-// abandon), is the result slot. The slot is also the request's context:
-// the one shared Task value g.run finds its slot from the context it is
-// given, so no closure is allocated per task. It delegates to the group's
-// context, which is what the task itself receives.
+// abandon), is the result slot. The slot is the request's owner, so the
+// worker that runs it reports a failure to it as it happens; the request
+// runs with the group's context.
 type groupSlot[R any] struct {
 	r     request[R]
 	g     *Group[R]
 	c     *groupChunk[R]
-	task  Task[R]
 	index int // position in Wait's result, or -1 while not kept
-	// taskCtx is the group's context with the worker's index
-	// (WithWorkerIndex), set by the worker just before runSlot; nil
-	// without the option.
-	taskCtx context.Context
 }
 
-func (s *groupSlot[R]) Deadline() (time.Time, bool) { return s.g.ctx.Deadline() }
-func (s *groupSlot[R]) Done() <-chan struct{}       { return s.g.ctx.Done() }
-func (s *groupSlot[R]) Err() error                  { return s.g.ctx.Err() }
-func (s *groupSlot[R]) Value(key any) any           { return s.g.ctx.Value(key) }
+// taskFailed: the group is told of a failure while its other tasks still
+// run, not when Wait looks.
+func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(s, err) }
 
 // Chunk sizes double from the first to the last: a group of three tasks
 // does not allocate a thousand slots, and a large one allocates rarely.
@@ -128,7 +119,6 @@ func CollectErrors() GroupOption {
 func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R] {
 	g := &Group[R]{d: d}
 	g.wake.L = &g.mu
-	g.run = g.runSlot
 	var c groupConfig
 	for _, o := range opts {
 		if o == nil {
@@ -197,16 +187,13 @@ func (g *Group[R]) submit(key uint64, task Task[R], block bool) error {
 	if err != nil {
 		return err
 	}
-	s.task = task
-	s.r.ctx, s.r.fn, s.r.key = s, g.run, key
+	s.r.ctx, s.r.fn, s.r.key, s.r.owner = g.ctx, task, key, s
 	err = g.bad
 	if err == nil {
 		err = g.d.check(g.ctx, task)
 	}
 	if err == nil {
-		// The request's context is the slot, but admission waits on the
-		// group's: the same context, without a method call per wake-up.
-		err = g.d.enqueue(g.ctx, &s.r, block)
+		err = g.d.eng.enqueue(g.ctx, &s.r, block)
 	}
 	g.settle(s, err, block)
 	return err
@@ -259,8 +246,9 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 		s.index = g.count
 		g.count++
 		s.r.err = err // no answer will come: the refusal is the answer
+		s.r.ctx, s.r.fn = nil, nil
 	default:
-		s.task, s.r.ctx, s.r.fn = nil, nil, nil
+		s.r.ctx, s.r.fn = nil, nil
 		g.spare = append(g.spare, s)
 	}
 	if g.waiting && g.reserving == 0 {
@@ -270,23 +258,6 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	if err != nil && keep {
 		g.failed(s, err)
 	}
-}
-
-// runSlot is every group request's task: it runs the slot's task with the
-// group's context and reports a failure at once, so the group is cancelled
-// while the others still run, not when Wait looks. Panics and Goexits are
-// reported by the dispatcher's containment (see Dispatcher.panicked).
-func (g *Group[R]) runSlot(ctx context.Context) (R, error) {
-	s := ctx.(*groupSlot[R])
-	tctx := g.ctx
-	if s.taskCtx != nil {
-		tctx = s.taskCtx
-	}
-	v, err := s.task(tctx)
-	if err != nil {
-		g.failed(s, err)
-	}
-	return v, err
 }
 
 // failed notes that s failed with err as it happened: the first such

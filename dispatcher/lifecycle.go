@@ -39,17 +39,8 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 		return ErrNotStarted
 	}
 	d.closeOnce.Do(func() {
-		if d.chans != nil {
-			d.chans.fenceIntake()
-		} else {
-			// The intake's lock is the fence: no submitter is between its
-			// lifecycle check and its append once the state moves under it.
-			d.in.mu.Lock()
-			d.advance(lifeDraining)
-			d.in.wakeAll() // blocked submitters return ErrClosed
-			d.in.mu.Unlock()
-		}
-		d.wakeBalancer()
+		d.eng.fence()
+		d.eng.kick()
 	})
 	select {
 	case <-d.stopped:
@@ -65,7 +56,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 	d.abandonOnce.Do(func() {
 		d.abandon = fmt.Errorf("%w: %w", ErrClosed, ctx.Err())
 		d.advance(lifeAbandoning)
-		d.wakeBalancer()
+		d.eng.kick()
 	})
 	return ctx.Err()
 }
@@ -104,7 +95,7 @@ func (d *Dispatcher[R]) observe() {
 func (d *Dispatcher[R]) abandonQueued() {
 	b := &d.b
 	if b.held != nil {
-		b.sent++
+		b.answered++
 		d.replyErrB(b.held, d.abandon)
 		b.held = nil
 	}
@@ -122,16 +113,16 @@ func (d *Dispatcher[R]) abandonQueued() {
 		}
 	}
 	for _, r := range b.links.takeIntake() {
-		b.sent++
+		b.answered++
 		d.replyErrB(r, d.abandon)
 	}
 }
 
 // stop ends the balancer: every worker stops, the last completions are
-// counted by reap, and the final snapshot is kept for Stats.
-func (d *Dispatcher[R]) stop(reap func()) {
-	d.b.links.stop()
-	reap()
+// counted, and the final snapshot is kept for Stats.
+func (d *Dispatcher[R]) stop() {
+	d.eng.stop()
+	d.eng.reap()
 	s := d.snapshot()
 	d.final.Store(&s)
 	d.life.Store(lifeStopped)

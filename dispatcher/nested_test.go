@@ -7,79 +7,102 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// TestNestedSubmitNoDeadlock: a task that makes a blocking submit (Do,
-// Submit, Go) to its own full dispatcher gets ErrNestedSubmit instead of
-// waiting until Close; it used to deadlock with one worker.
-func TestNestedSubmitNoDeadlock(t *testing.T) {
+// TestNestedSubmitWaitsForRoom: a task's blocking submit to its own
+// dispatcher waits for room like any other, however long that takes: two
+// workers, no queue, no intake, the other worker busy for 30 ms; the
+// nested Do is accepted when that worker frees and answers. The same
+// program gets the same answer whatever the machine's load (the bubble
+// makes the 30 ms exact; the answer does not depend on them).
+func TestNestedSubmitWaitsForRoom(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		for name, nested := range map[string]func(d *dispatcher.Dispatcher[int], ctx context.Context) error{
-			"Do": func(d *dispatcher.Dispatcher[int], ctx context.Context) error {
-				_, err := d.Do(ctx, ok(1))
-				return err
-			},
-			"Submit": func(d *dispatcher.Dispatcher[int], ctx context.Context) error {
-				_, err := d.Submit(ctx, ok(1))
-				return err
-			},
-			"Go": func(d *dispatcher.Dispatcher[int], ctx context.Context) error { return d.Go(ctx, ok(1)) },
-		} {
-			t.Run(name, func(t *testing.T) {
-				// One worker, no queue, no intake: while the task runs,
-				// nothing else fits, so its own submit finds no room.
-				d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+		for _, busy := range []time.Duration{5 * time.Millisecond, 30 * time.Millisecond, time.Second} {
+			synctest.Test(t, func(t *testing.T) {
+				d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2),
 					dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-				var inner error
-				within(t, 10*time.Second, "the nested submit", func() {
-					_, err := d.Do(context.Background(), func(ctx context.Context) (int, error) {
-						inner = nested(d, ctx)
-						return 0, nil
-					})
-					assert.NoError(t, err)
+				slow, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+					time.Sleep(busy)
+					return 1, nil
 				})
-				require.ErrorIs(t, inner, dispatcher.ErrNestedSubmit)
-				v, err := d.Do(context.Background(), ok(5))
-				require.NoError(t, err, "the dispatcher keeps serving")
-				require.Equal(t, 5, v)
+				require.NoError(t, err)
+				synctest.Wait() // the slow task runs on one worker
+				v, err := d.Do(context.Background(), func(ctx context.Context) (int, error) {
+					return d.Do(ctx, ok(7)) // the other worker is this one: no room until busy ends
+				})
+				require.NoError(t, err, "after %v", busy)
+				require.Equal(t, 7, v)
+				_, err = slow.Wait(context.Background())
+				require.NoError(t, err)
+				closeBubble(t, d)
 			})
 		}
 	})
 }
 
-// TestBlockedOutsiderKeepsWaiting: a submitter that is not one of the
-// dispatcher's tasks waits for room however long it takes, past the time
-// after which a task's own submit gives up.
-func TestBlockedOutsiderKeepsWaiting(t *testing.T) {
+// TestNestedTrySubmitNeverWaits: the way out the docs give a task that
+// submits to its own full dispatcher: TrySubmit answers ErrBusy at once,
+// and a context that bounds the wait ends a blocking one.
+func TestNestedTrySubmitNeverWaits(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		// In a bubble, the outsider's wait lasts exactly as long as the
-		// test says, however loaded the machine is.
 		synctest.Test(t, func(t *testing.T) {
+			// One worker, no queue, no intake: while the task runs, nothing
+			// else fits.
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
 				dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-			release := make(chan struct{})
-			started := make(chan struct{})
-			f, err := d.Submit(context.Background(), func(context.Context) (int, error) {
-				close(started)
-				<-release
-				return 1, nil
+			var tryErr, doErr error
+			_, err := d.Do(context.Background(), func(ctx context.Context) (int, error) {
+				_, tryErr = d.TrySubmit(ctx, ok(1))
+				bounded, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+				defer cancel()
+				_, doErr = d.Do(bounded, ok(2))
+				return 0, nil
 			})
 			require.NoError(t, err)
-			<-started
+			require.ErrorIs(t, tryErr, dispatcher.ErrBusy)
+			require.ErrorIs(t, doErr, context.DeadlineExceeded)
+			v, err := d.Do(context.Background(), ok(5))
+			require.NoError(t, err, "the dispatcher keeps serving")
+			require.Equal(t, 5, v)
+			closeBubble(t, d)
+		})
+	})
+}
+
+// TestTaskUsesAnotherDispatcher: a task may block on a different
+// dispatcher freely, also when that one is full for a while.
+func TestTaskUsesAnotherDispatcher(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			opts := []dispatcher.Option{dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+				dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0)}
+			outer, inner := bubbleDispatcher(t, opts...), bubbleDispatcher(t, opts...)
+			release := make(chan struct{})
+			hold, err := inner.Submit(context.Background(), func(context.Context) (int, error) {
+				<-release
+				return 0, nil
+			})
+			require.NoError(t, err)
 			var wg sync.WaitGroup
-			var outsider error
-			wg.Go(func() { _, outsider = d.Do(context.Background(), ok(2)) })
-			time.Sleep(50 * time.Millisecond) // five times the nested check's delay
+			var got int
+			var gotErr error
+			wg.Go(func() {
+				got, gotErr = outer.Do(context.Background(), func(ctx context.Context) (int, error) {
+					return inner.Do(ctx, ok(3))
+				})
+			})
+			time.Sleep(50 * time.Millisecond)
 			close(release)
 			wg.Wait()
-			require.NoError(t, outsider)
-			_, err = f.Wait(context.Background())
+			require.NoError(t, gotErr)
+			require.Equal(t, 3, got)
+			_, err = hold.Wait(context.Background())
 			require.NoError(t, err)
-			closeBubble(t, d)
+			closeBubble(t, outer)
+			closeBubble(t, inner)
 		})
 	})
 }

@@ -4,7 +4,10 @@ package dispatcher
 // Go, groups alike), on the worker that ran it, before the task's
 // requester gets the *PanicError: h sees the value and the worker's stack
 // at the panic, which Go's fire-and-forget tasks otherwise drop. The worker
-// waits for h, so h should be quick (log, count, report). A panic or a
+// stays busy until h returns (the balancer counts the task as running and
+// sends that worker nothing more), so a slow h delays its own worker and
+// nothing else; h runs as part of the task and follows a task's rules on
+// submitting to its own dispatcher (see Dispatcher). A panic or a
 // runtime.Goexit inside h is contained too: the request is still answered
 // exactly once, the worker survives, and Stats counts it in
 // PanicHandlerFailures. A nil h is refused.
@@ -19,10 +22,12 @@ func WithPanicHandler(h func(*PanicError)) Option {
 	})
 }
 
-// panicked answers a request whose task panicked, on its worker (the
-// item is already counted): it tells the task's group, then the panic
-// handler, then the requester.
-func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte) {
+// panicked answers a request whose task panicked, on its worker: it tells
+// the request's owner (a group), then the panic handler, then counts the
+// request done and answers it. Counting after the handler keeps the worker
+// busy while the handler runs: the balancer sends it nothing more (a full
+// worker is never sent to), so a slow handler delays its own worker only.
+func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count func()) {
 	d.panics.Add(1)
 	pe := &PanicError{Value: v, Stack: stack}
 	answered := false
@@ -30,14 +35,16 @@ func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte) {
 		// The handler called runtime.Goexit: answer on the way out (the
 		// worker's respawn replaces the goroutine afterwards).
 		if !answered {
+			count()
 			d.replyErr(r, pe)
 		}
 	}()
-	if s, ok := r.ctx.(*groupSlot[R]); ok {
-		s.g.failed(s, pe)
+	if r.owner != nil {
+		r.owner.taskFailed(pe)
 	}
 	d.handlePanic(pe)
 	answered = true
+	count()
 	d.replyErr(r, pe)
 }
 
@@ -63,8 +70,8 @@ func (d *Dispatcher[R]) handlePanic(pe *PanicError) {
 // exited answers a request whose task called runtime.Goexit.
 func (d *Dispatcher[R]) exited(r *request[R]) {
 	d.goexits.Add(1)
-	if s, ok := r.ctx.(*groupSlot[R]); ok {
-		s.g.failed(s, ErrTaskExited)
+	if r.owner != nil {
+		r.owner.taskFailed(ErrTaskExited)
 	}
 	d.replyErr(r, ErrTaskExited)
 }

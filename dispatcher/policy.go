@@ -33,12 +33,11 @@ type balancer[R any] struct {
 
 	seen lifecycle // the lifecycle state the balancer has acted on
 
-	// sent counts requests that left the accepted state (sent to a worker
-	// or answered by the balancer) since the intake last heard of it.
-	sent int
-
-	dispatched, completed, stalls int64
-	pend                          pendingStats
+	// dispatched counts requests sent to workers, answered those the
+	// balancer answered itself (abandoned, or a bad pick): together, every
+	// request that left the balancer.
+	dispatched, answered, completed, stalls int64
+	pend                                    pendingStats
 }
 
 // links are what an engine does differently: how a request reaches a
@@ -139,13 +138,13 @@ func (b *balancer[R]) drained() bool { return b.held == nil && b.total == 0 }
 func (d *Dispatcher[R]) dispatch(r *request[R]) {
 	b := &d.b
 	if b.seen >= lifeAbandoning {
-		b.sent++
+		b.answered++
 		d.replyErrB(r, d.abandon)
 		return
 	}
 	i := b.strat.Pick(r.key)
 	if !b.isLive(i) {
-		b.sent++
+		b.answered++
 		d.replyErrB(r, fmt.Errorf("%w: %d", ErrBadPick, i))
 		return
 	}
@@ -161,7 +160,6 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 func (b *balancer[R]) send(i int, r *request[R]) {
 	s := &b.w[i]
 	b.links.send(i, r)
-	b.sent++
 	b.pend.add(s.pending, 1)
 	s.pending++
 	b.total++

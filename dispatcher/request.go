@@ -17,9 +17,9 @@ import "context"
 // of the request, so the requester may reuse it as soon as it has
 // received from done.
 type request[R any] struct {
-	ctx   context.Context
-	fn    Task[R]
-	key   uint64
+	ctx context.Context
+	fn  Task[R]
+	meta
 	res   R
 	err   error
 	done  chan struct{} // capacity 1: the answer never blocks a worker
@@ -30,7 +30,21 @@ type request[R any] struct {
 	// it sends r. Nil on the channel engine, which recycles through a
 	// sync.Pool.
 	ret *retRing[R]
+	// owner, if set, hears of the task's failure as it happens (a group,
+	// which cancels its other tasks): the worker tells it without knowing
+	// what it is.
+	owner failureListener
 }
+
+// meta is what a submit says about a request beyond its task: the key a
+// strategy routes it by.
+type meta struct {
+	key uint64
+}
+
+// failureListener is told when the task of a request it owns fails: it
+// returned an error, panicked or called runtime.Goexit.
+type failureListener interface{ taskFailed(err error) }
 
 // reply answers r on the worker that ran it, or hands it back to the
 // balancer when nobody waits for it (Go). The worker must not touch r
@@ -41,7 +55,7 @@ func (d *Dispatcher[R]) reply(r *request[R], v R, err error) {
 		if r.ret != nil {
 			r.ret.push(r)
 		} else {
-			d.chans.goReqs.Put(r)
+			d.eng.recycleAsync(r)
 		}
 		return
 	}
@@ -55,7 +69,8 @@ func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 }
 
 func (r *request[R]) answer(v R, err error) {
-	r.res, r.err = v, err
+	// Whoever waits keeps the answer, not the task nor its context.
+	r.res, r.err, r.fn, r.ctx = v, err, nil, nil
 	if r.fut != nil {
 		r.fut.answer()
 		return

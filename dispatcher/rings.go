@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"runtime"
+	"sync/atomic"
 
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
@@ -16,14 +17,28 @@ const (
 	parkedNeedComp
 )
 
-// rings is the rings engine's links: the locked intake slice (Dispatcher.in)
-// swapped out whole, a single-producer ring per worker published once per
-// turn, per-worker atomic completion counters, and Go requests handed back
-// through per-worker return rings. Balancer goroutine only.
+// rings is the rings engine: the locked intake slice (in) swapped out
+// whole, a single-producer ring per worker published once per turn,
+// per-worker atomic completion counters, and Go requests handed back
+// through per-worker return rings. Channels only wake a goroutine that
+// parked with nothing to do. The fields from d to w are read by every
+// goroutine and written only by New; in, state and wake are the shared
+// hand-off; the rest belongs to the balancer goroutine.
 type rings[R any] struct {
 	d *Dispatcher[R]
 	workerSet[*worker.Worker[*request[R]]]
-	w []ringSlot[R]
+	wake chan struct{} // capacity 1: the balancer's wake-up token
+	base int           // the limit a worker starts at: a worker's done wakes at half
+
+	// Submitters, workers and the balancer write these per request: keep
+	// them off the line above.
+	_  [64]byte
+	in intake[R]
+	// The balancer parks only when it has nothing to do, and whoever
+	// clears state from a parked value sends the one token on wake.
+	state atomic.Int32
+	_     [60]byte
+	w     []ringSlot[R]
 
 	// backlog is the last intake swapped out; next is the first request of
 	// it not yet dispatched.
@@ -38,6 +53,11 @@ type rings[R any] struct {
 	// rings, passed to the intake's spare list at the next intake lock.
 	free    []*request[R]
 	freeCap int // most Go requests kept for reuse
+
+	// left is how many requests had left the accepted state (sent to a
+	// worker, or answered by the balancer) when the intake last heard of
+	// it: the intake's count n drops by what left since.
+	left int64
 }
 
 type ringSlot[R any] struct {
@@ -46,10 +66,17 @@ type ringSlot[R any] struct {
 	ret      *retRing[R] // the worker's finished Go requests
 }
 
-func newRings[R any](d *Dispatcher[R], n, depth int) *rings[R] {
-	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n)}
+func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
+	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1), base: base}
+	e.in.cap = intake
+	if intake == 0 {
+		// Every worker is empty until the balancer says otherwise. Only a
+		// zero buffer admits by free slots: the balancer never updates
+		// free for a positive one, which must bound admission alone.
+		e.in.free = n * base
+	}
 	cfg := d.workerConfig(depth)
-	cfg.Completed = d.workerDone
+	cfg.Completed = e.workerDone
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
@@ -84,7 +111,7 @@ func (e *rings[R]) takeBack(i int) (*request[R], bool) {
 func (e *rings[R]) takeIntake() []*request[R] {
 	q := e.backlog[e.next:]
 	e.backlog, e.next = nil, 0
-	in := &e.d.in
+	in := &e.in
 	in.mu.Lock()
 	q = append(q, in.q...)
 	in.q = nil
@@ -101,25 +128,27 @@ func (e *rings[R]) publish() {
 	e.dirty = e.dirty[:0]
 }
 
-// balanceRings is the rings engine's balancer goroutine. Each turn it reads
+// loop is the rings engine's balancer goroutine. Each turn it reads
 // completions, dispatches what it holds, then swaps out the intake under
 // one lock; it parks only when a turn did nothing.
-func (d *Dispatcher[R]) balanceRings() {
-	b, e := &d.b, d.rings
+func (e *rings[R]) loop() {
+	d := e.d
+	b := &d.b
 	idle := 0 // turns in a row that did nothing
 	for {
 		if d.ctlWaiting.Load() > 0 {
 			d.serveControl()
 		}
 		d.observe()
-		progress := e.reap()
+		progress := e.reaped()
 		progress = e.drain() || progress
 		e.publish()
 
-		in := &d.in
+		in := &e.in
 		in.mu.Lock()
-		in.n -= b.sent
-		b.sent = 0
+		left := b.dispatched + b.answered
+		in.n -= int(left - e.left)
+		e.left = left
 		took := false
 		if e.next == len(e.backlog) && len(in.q) > 0 {
 			clear(e.backlog)
@@ -158,7 +187,7 @@ func (d *Dispatcher[R]) balanceRings() {
 		idle = 0
 		e.park()
 	}
-	d.stop(func() { e.reap() })
+	d.stop()
 }
 
 // park blocks until something may have changed. It is the consumer half of
@@ -167,7 +196,7 @@ func (d *Dispatcher[R]) balanceRings() {
 func (e *rings[R]) park() {
 	d := e.d
 	b := &d.b
-	in := &d.in
+	in := &e.in
 	in.mu.Lock()
 	if len(in.waitq) > 0 && in.admits() {
 		in.offer()
@@ -178,7 +207,7 @@ func (e *rings[R]) park() {
 	if needComp {
 		state = parkedNeedComp
 	}
-	d.state.Store(state)
+	e.state.Store(state)
 	// New intake is work only once the backlog is gone: until then the
 	// balancer would not take it, and waking for it would spin.
 	work := len(in.q) > 0 && e.next == len(e.backlog)
@@ -190,17 +219,17 @@ func (e *rings[R]) park() {
 		work = d.life.Load() != b.seen
 	}
 	if work {
-		if !d.state.CompareAndSwap(state, running) {
-			<-d.wake // a producer cleared the state: take its token
+		if !e.state.CompareAndSwap(state, running) {
+			<-e.wake // a producer cleared the state: take its token
 		}
 		return
 	}
 	select {
-	case <-d.wake:
+	case <-e.wake:
 	case f := <-d.ctl:
 		d.ctlWaiting.Add(-1)
-		if !d.state.CompareAndSwap(state, running) {
-			<-d.wake
+		if !e.state.CompareAndSwap(state, running) {
+			<-e.wake
 		}
 		f()
 	}
@@ -217,8 +246,11 @@ func (e *rings[R]) completions() bool {
 	return false
 }
 
-// reap reads every worker's completion counter and reports what changed.
-func (e *rings[R]) reap() bool {
+// reap reads every worker's completion counter.
+func (e *rings[R]) reap() { e.reaped() }
+
+// reaped reads every worker's completion counter and reports what changed.
+func (e *rings[R]) reaped() bool {
 	b := &e.d.b
 	any := false
 	for i := range b.w {
@@ -260,23 +292,23 @@ func (e *rings[R]) drain() bool {
 // instead of one per task while every worker is saturated, and the worker
 // still has half a queue to run while the balancer gets a core. The worker
 // reaches that point without help, so no wake-up is lost.
-func (d *Dispatcher[R]) workerDone(queued int) {
-	if d.state.Load() == parkedNeedComp && queued <= d.b.base/2 &&
-		d.state.CompareAndSwap(parkedNeedComp, running) {
-		d.wake <- struct{}{}
+func (e *rings[R]) workerDone(queued int) {
+	if e.state.Load() == parkedNeedComp && queued <= e.base/2 &&
+		e.state.CompareAndSwap(parkedNeedComp, running) {
+		e.wake <- struct{}{}
 	}
 }
 
-// wakeBalancer wakes the balancer if it is parked. Never blocks: only the
-// caller whose CompareAndSwap leaves a parked state sends, and the balancer
-// takes exactly one token per such change. The channel engine's balancer
-// waits in its select, where a lifecycle change arrives as a kick.
-func (d *Dispatcher[R]) wakeBalancer() {
-	if d.chans != nil {
-		d.chans.wake()
-		return
-	}
-	if s := d.state.Load(); s != running && d.state.CompareAndSwap(s, running) {
-		d.wake <- struct{}{}
+// kick wakes the balancer if it is parked. Never blocks: only the caller
+// whose CompareAndSwap leaves a parked state sends, and the balancer takes
+// exactly one token per such change.
+func (e *rings[R]) kick() {
+	if s := e.state.Load(); s != running && e.state.CompareAndSwap(s, running) {
+		e.wake <- struct{}{}
 	}
 }
+
+// recycleAsync: a worker hands every Go request back through its return
+// ring (reply), which the balancer set when it sent it; this is never
+// called on rings.
+func (e *rings[R]) recycleAsync(*request[R]) {}

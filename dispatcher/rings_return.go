@@ -72,7 +72,7 @@ func (e *rings[R]) recycle(r *request[R]) {
 // giveSpare passes the collected Go requests to submitters, keeping at
 // most freeCap. Called with the intake's mu held.
 func (e *rings[R]) giveSpare() {
-	in := &e.d.in
+	in := &e.in
 	if len(in.spare) == 0 && len(e.free) <= e.freeCap {
 		in.spare, e.free = e.free, in.spare[:0]
 		return

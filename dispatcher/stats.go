@@ -56,7 +56,7 @@ func (d *Dispatcher[R]) Stats() Stats {
 	if !d.made() {
 		return s // nothing was ever dispatched
 	}
-	if err := d.call(func() error { d.reap(); s = d.snapshot(); return nil }); err != nil {
+	if err := d.call(func() error { d.eng.reap(); s = d.snapshot(); return nil }); err != nil {
 		// Stopped: the final snapshot is set. Each caller gets its own
 		// Workers, as from a live dispatcher.
 		s = *d.final.Load()
@@ -85,16 +85,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}
-	if d.chans != nil {
-		s.Queued, s.Blocked = len(d.chans.reqs), int(d.chans.blocked.Load())
-	} else {
-		// The balancer's backlog is its own; the rest is under the lock.
-		in := &d.in
-		in.mu.Lock()
-		s.Queued = len(in.q) + len(d.rings.backlog) - d.rings.next
-		s.Blocked = len(in.waitq)
-		in.mu.Unlock()
-	}
+	s.Queued, s.Blocked = d.eng.intakeStats()
 	var live int
 	var s1, s2 float64
 	for i, w := range b.w {
@@ -150,14 +141,4 @@ func (ps *pendingStats) run() (mean, stddev float64) {
 	}
 	e := float64(ps.events)
 	return ps.sumMean / e, math.Sqrt(math.Max(0, ps.sumVar/e))
-}
-
-// reap counts every completion the workers have reported, so a snapshot
-// taken after a request's answer includes it.
-func (d *Dispatcher[R]) reap() {
-	if d.chans != nil {
-		d.chans.reap()
-	} else {
-		d.rings.reap()
-	}
 }

@@ -41,7 +41,7 @@ func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error
 	if err := d.check(ctx, fn); err != nil {
 		return err
 	}
-	return d.enqueueGo(ctx, key, fn)
+	return d.eng.enqueueGo(ctx, meta{key: key}, fn)
 }
 
 // Keyed submits requests carrying a routing key, which affinity strategies
@@ -105,7 +105,7 @@ func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, erro
 	}
 	r := d.reqs.Get().(*request[R])
 	r.ctx, r.fn, r.key = ctx, fn, key
-	if err := d.enqueue(ctx, r, true); err != nil {
+	if err := d.eng.enqueue(ctx, r, true); err != nil {
 		d.release(r)
 		return zero, err
 	}
@@ -145,7 +145,7 @@ func (d *Dispatcher[R]) submit(ctx context.Context, key uint64, fn Task[R], bloc
 	f := d.futures.Get().(*Future[R])
 	f.state.Store(0)
 	f.r.ctx, f.r.fn, f.r.key = ctx, fn, key
-	if err := d.enqueue(ctx, &f.r, block); err != nil {
+	if err := d.eng.enqueue(ctx, &f.r, block); err != nil {
 		f.putBack()
 		return nil, err
 	}

@@ -113,14 +113,3 @@ func (x *indexer) wrap(parent context.Context) context.Context {
 	}
 	return w
 }
-
-// taskContext is the context r's task runs with under WithWorkerIndex. A
-// group's slot stays the request's context, since the group finds its slot
-// from it, and keeps the wrapped group context for the task.
-func (d *Dispatcher[R]) taskContext(x *indexer, r *request[R]) context.Context {
-	if s, ok := r.ctx.(*groupSlot[R]); ok {
-		s.taskCtx = x.wrap(s.g.ctx)
-		return s
-	}
-	return x.wrap(r.ctx)
-}

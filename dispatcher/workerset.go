@@ -45,8 +45,6 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 		Depth:    depth,
 		Panicked: d.panicked,
 		Exited:   d.exited,
-		Enter:    d.own.enter,
-		Leave:    d.own.leave,
 	}
 }
 
@@ -86,17 +84,24 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 		d.replyErr(r, err)
 		return
 	}
-	ctx := r.ctx
+	ctx, fn := r.ctx, r.fn
 	if x != nil {
-		ctx = d.taskContext(x, r)
+		ctx = x.wrap(ctx)
 	}
+	// The task is dropped as soon as it has run, before the answer: a
+	// group or a Future keeps its result, not the closure and what it
+	// captured.
+	r.fn = nil
 	var start time.Time
 	if sampled {
 		start = time.Now()
 	}
-	v, err := r.fn(ctx)
+	v, err := fn(ctx)
 	if sampled {
 		d.lat.record(time.Since(start))
+	}
+	if err != nil && r.owner != nil {
+		r.owner.taskFailed(err)
 	}
 	count()
 	waited := !r.async

@@ -100,7 +100,6 @@ func (w *Chan[T]) Replaced() int64 { return w.replaced.Load() }
 func (w *Chan[T]) Busy() time.Duration { return time.Duration(w.busy.Load()) }
 
 func (w *Chan[T]) loop() {
-	enter(&w.cfg)
 	defer w.respawn()
 	for {
 		item, ok := w.receive()
@@ -137,7 +136,6 @@ func (w *Chan[T]) receive() (item T, ok bool) {
 
 // respawn: see Worker.respawn.
 func (w *Chan[T]) respawn() {
-	leave(&w.cfg)
 	if !w.exit {
 		w.replaced.Add(1)
 		w.cfg.Spawn(w.loop)

@@ -16,8 +16,7 @@ func contain[T any](cfg *Config[T], item T, finish func()) {
 		}
 		if v := recover(); v != nil {
 			stack := debug.Stack()
-			finish()
-			cfg.Panicked(item, v, stack)
+			cfg.Panicked(item, v, stack, finish)
 			return
 		}
 		// recover returned nil without a normal return: runtime.Goexit.
@@ -26,16 +25,4 @@ func contain[T any](cfg *Config[T], item T, finish func()) {
 	}()
 	cfg.Run(item, finish)
 	normal = true
-}
-
-func enter[T any](cfg *Config[T]) {
-	if cfg.Enter != nil {
-		cfg.Enter()
-	}
-}
-
-func leave[T any](cfg *Config[T]) {
-	if cfg.Leave != nil {
-		cfg.Leave()
-	}
 }

@@ -37,10 +37,11 @@ func containWorker(depth int, run func(int)) (*worker.Worker[int], *outcomes, *s
 			o.ran[item]++
 			o.mu.Unlock()
 		},
-		Panicked: func(item int, v any, stack []byte) {
+		Panicked: func(item int, v any, stack []byte, count func()) {
 			o.mu.Lock()
 			o.panicked[item], o.stacks[item] = v, string(stack)
 			o.mu.Unlock()
+			count()
 		},
 		Exited: func(item int) {
 			o.mu.Lock()

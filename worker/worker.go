@@ -29,8 +29,10 @@ type Config[T any] struct {
 	// panic or call runtime.Goexit (before calling count).
 	Run func(item T, count func())
 	// Panicked answers an item whose Run panicked with value v. The item
-	// is already counted.
-	Panicked func(item T, v any, stack []byte)
+	// is not yet counted: Panicked calls count once, before the answer,
+	// so the worker stays busy, for the producer too, until whatever
+	// Panicked does first (a panic handler, say) has returned.
+	Panicked func(item T, v any, stack []byte, count func())
 	// Exited answers an item whose Run called runtime.Goexit. The item is
 	// already counted.
 	Exited func(item T)
@@ -41,10 +43,6 @@ type Config[T any] struct {
 	// Spawn starts a goroutine owned by the worker's owner; it is used to
 	// replace the worker's goroutine when a task calls runtime.Goexit.
 	Spawn func(func())
-	// Enter and Leave, if set, are called on each goroutine that runs the
-	// worker's loop, when it starts and when it leaves (a normal stop or a
-	// task's Goexit), so the owner can tell its workers' goroutines apart.
-	Enter, Leave func()
 	// Stop, if set, is called on the worker's goroutine when the worker
 	// stops for good, after its last item, so the owner can drop what
 	// that worker kept for its items.
@@ -204,7 +202,6 @@ func (w *Worker[T]) claim(h uint64) T {
 func (w *Worker[T]) Start() { w.cfg.Spawn(w.loop) }
 
 func (w *Worker[T]) loop() {
-	enter(&w.cfg)
 	defer w.respawn()
 	for {
 		h := w.head.Load()
@@ -243,7 +240,6 @@ func (w *Worker[T]) loop() {
 // resumes after a deferred call's panic was recovered (recover cannot stop
 // a Goexit, so the loop cannot tell from the item alone).
 func (w *Worker[T]) respawn() {
-	leave(&w.cfg)
 	if !w.exit {
 		w.replaced.Add(1)
 		w.cfg.Spawn(w.loop)

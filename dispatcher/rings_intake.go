@@ -89,34 +89,22 @@ func (in *intake[R]) wakeAll() {
 
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
-func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
-	if d.chans != nil {
-		return d.chans.enqueue(ctx, r, block)
-	}
-	if err := d.admit(ctx, block); err != nil {
+func (e *rings[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	if err := e.admit(ctx, block); err != nil {
 		return err
 	}
-	d.push(r)
+	e.push(r)
 	return nil
 }
 
-// enqueueGo is enqueue for Go: the request comes from the spare list under
-// the lock the submit takes anyway, so nothing is allocated or recycled
-// unless the request is accepted.
-func (d *Dispatcher[R]) enqueueGo(ctx context.Context, key uint64, fn Task[R]) error {
-	if e := d.chans; e != nil {
-		r := e.goReqs.Get().(*request[R])
-		r.ctx, r.fn, r.key = ctx, fn, key
-		err := e.enqueue(ctx, r, true)
-		if err != nil {
-			e.recycle(r)
-		}
+// enqueueGo takes the request from the spare list under the lock the
+// submit takes anyway, so nothing is allocated or recycled unless the
+// request is accepted.
+func (e *rings[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
+	if err := e.admit(ctx, true); err != nil {
 		return err
 	}
-	if err := d.admit(ctx, true); err != nil {
-		return err
-	}
-	in := &d.in
+	in := &e.in
 	var r *request[R]
 	if n := len(in.spare); n > 0 {
 		r = in.spare[n-1]
@@ -124,27 +112,28 @@ func (d *Dispatcher[R]) enqueueGo(ctx context.Context, key uint64, fn Task[R]) e
 	} else {
 		r = &request[R]{async: true}
 	}
-	r.ctx, r.fn, r.key = ctx, fn, key
-	d.push(r)
+	r.ctx, r.fn, r.meta = ctx, fn, m
+	e.push(r)
 	return nil
 }
 
 // push appends r to the intake, which admit left locked, and unlocks it.
-func (d *Dispatcher[R]) push(r *request[R]) {
-	in := &d.in
+func (e *rings[R]) push(r *request[R]) {
+	in := &e.in
 	in.q = append(in.q, r)
 	in.n++
 	in.mu.Unlock()
-	d.wakeBalancer()
+	e.kick()
 }
 
 // admit waits for room for one request and returns nil with in.mu held,
-// or an error with it released.
-func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
-	in := &d.in
+// or an error with it released. A blocked submit waits however long room
+// takes, whoever calls it (see Dispatcher on nested submits).
+func (e *rings[R]) admit(ctx context.Context, block bool) error {
+	in, life := &e.in, &e.d.life
 	in.mu.Lock()
 	offered := false
-	for d.life.Load() == lifeOpen && !in.admits() {
+	for life.Load() == lifeOpen && !in.admits() {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
@@ -157,44 +146,49 @@ func (d *Dispatcher[R]) admit(ctx context.Context, block bool) error {
 			// we were back in line).
 			in.waitq = slices.Insert(in.waitq, 0, ch)
 			in.mu.Unlock()
-			d.wakeBalancer()
+			e.kick()
 		} else {
 			in.waitq = append(in.waitq, ch)
 			in.mu.Unlock()
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
 		// whenever it leaves room with submitters in line, and Close wakes
-		// them all after moving the lifecycle past open. The timer asks,
-		// once per wait, whether this is one of the dispatcher's own tasks
-		// (nested.go).
-		t := d.own.timer()
-		nested := t.C
-		for woke := false; !woke; {
-			select {
-			case <-ch:
-				in.mu.Lock()
-				in.offered--
-				offered = true
-				woke = true
-			case <-ctx.Done():
-				d.own.done(t)
-				in.leaveLine(ch)
-				return ctx.Err()
-			case <-nested:
-				nested = nil
-				if d.own.mine() {
-					d.own.done(t)
-					in.leaveLine(ch)
-					return ErrNestedSubmit
-				}
-			}
+		// them all after moving the lifecycle past open.
+		select {
+		case <-ch:
+			in.mu.Lock()
+			in.offered--
+			offered = true
+			in.chans.Put(ch)
+		case <-ctx.Done():
+			in.leaveLine(ch)
+			return ctx.Err()
 		}
-		d.own.done(t)
-		in.chans.Put(ch)
 	}
-	if d.life.Load() != lifeOpen {
+	if life.Load() != lifeOpen {
 		in.mu.Unlock()
 		return ErrClosed
 	}
 	return nil
+}
+
+// fence stops intake for Close. The intake's lock is the fence: no
+// submitter is between its lifecycle check and its append once the state
+// moves under it.
+func (e *rings[R]) fence() {
+	in := &e.in
+	in.mu.Lock()
+	e.d.advance(lifeDraining)
+	in.wakeAll() // blocked submitters return ErrClosed
+	in.mu.Unlock()
+}
+
+// intakeStats: the balancer's backlog is its own, read on the balancer
+// goroutine (snapshot); the rest is under the lock.
+func (e *rings[R]) intakeStats() (queued, blocked int) {
+	in := &e.in
+	in.mu.Lock()
+	queued, blocked = len(in.q)+len(e.backlog)-e.next, len(in.waitq)
+	in.mu.Unlock()
+	return queued, blocked
 }

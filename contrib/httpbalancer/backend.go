@@ -76,8 +76,8 @@ func (p *Proxy) reasons(now time.Time) string {
 	const most = 4
 	var r []string
 	n := 0
-	for _, b := range p.byIndex {
-		if b == nil || b.removed {
+	for _, b := range p.order {
+		if b.removed {
 			continue
 		}
 		n++
@@ -169,8 +169,8 @@ func (p *Proxy) sync(b *backend, now time.Time) {
 // a change of state. Called with mu held.
 func (p *Proxy) countOut(now time.Time) {
 	p.nOut = 0
-	for _, b := range p.byIndex {
-		if b != nil && !b.removed && (b.drained || !b.serving(now)) {
+	for _, b := range p.order {
+		if !b.removed && (b.drained || !b.serving(now)) {
 			p.nOut++
 		}
 	}
@@ -183,13 +183,13 @@ func (p *Proxy) restore(now time.Time) {
 	if p.nOut == 0 {
 		return
 	}
-	for _, b := range p.byIndex {
-		if b != nil && b.drained && b.serving(now) {
+	for _, b := range p.order {
+		if b.drained && b.serving(now) {
 			p.sync(b, now)
 		}
 	}
-	for _, b := range p.byIndex {
-		if b != nil && !b.removed && !b.drained && !b.serving(now) {
+	for _, b := range p.order {
+		if !b.removed && !b.drained && !b.serving(now) {
 			p.sync(b, now)
 		}
 	}

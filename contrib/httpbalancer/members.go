@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 
 	"github.com/gobalancer/balancer/strategies"
 )
@@ -45,7 +46,8 @@ func (p *Proxy) Remove(u *url.URL) error {
 
 // SetWeight changes the weight of the backend with that URL; 0 drains it
 // (no new request). A backend out of service keeps the new weight for its
-// re-admission.
+// re-admission; the strategy is asked about it at once, so a weight it
+// refuses is refused here, not at the re-admission.
 func (p *Proxy) SetWeight(u *url.URL, weight int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -58,23 +60,42 @@ func (p *Proxy) SetWeight(u *url.URL, weight int) error {
 
 // SetBackends makes the backends exactly bs, by URL: new ones are added,
 // missing ones removed (their requests in flight finish), the others
-// re-weighted. The whole list is checked first, so a bad entry changes
-// nothing; pickers see the change at once (one lock). An empty list is
-// ErrConfig: the proxy keeps at least one backend.
+// re-weighted. The result does not depend on the order of bs. Pickers see
+// the change at once (one lock).
+//
+// The whole list is checked first: an empty list is ErrConfig (the proxy
+// keeps at least one backend), a nil or relative URL ErrConfig, a URL given
+// twice ErrDuplicateBackend, a bad weight or a list without a positive
+// weight the error of strategies.CheckWeights. Then the change is applied
+// in an order that never leaves the strategy without a member of positive
+// weight: new members first, then the weights that are positive, then the
+// zeros, then the removals. A refused call changes nothing: if the strategy
+// refuses an addition or a weight that the checks could not foresee (slow
+// start's lower weight limit, a strategy's member limit), what was done
+// before it is undone and its error returned. Removals come last, when the
+// strategies package's strategies cannot refuse them; a strategy that does
+// anyway keeps those backends, the rest of the list is applied, and the
+// error names them.
+//
+// A backend out of service (drained from the strategy) keeps its new
+// weight for its re-admission, as with SetWeight. When the list leaves a
+// positive weight only to such backends, one of them (the first in bs whose
+// time out is over, else the first) gets its weight back in the strategy at
+// once, and pick skips it while it is out, as for Remove.
 func (p *Proxy) SetBackends(bs []Backend) error {
 	if len(bs) == 0 {
 		return fmt.Errorf("%w: no backends", ErrConfig)
 	}
-	want := map[string]Backend{}
+	want := make(map[string]bool, len(bs))
 	weights := make([]int, len(bs))
 	for i, b := range bs {
 		if err := checkURL(b.URL); err != nil {
 			return fmt.Errorf("backend %d: %w", i, err)
 		}
-		if _, dup := want[b.URL.String()]; dup {
+		if want[b.URL.String()] {
 			return fmt.Errorf("%w: backend %d: %s", ErrDuplicateBackend, i, b.URL)
 		}
-		want[b.URL.String()] = b
+		want[b.URL.String()] = true
 		weights[i] = b.Weight
 	}
 	if err := strategies.CheckWeights(weights); err != nil {
@@ -85,36 +106,137 @@ func (p *Proxy) SetBackends(bs []Backend) error {
 	if err := p.changeable(); err != nil {
 		return err
 	}
-	// Add and re-weight before removing, so the strategy never runs out of
-	// members on the way.
-	var added []*backend
+	now := p.cfg.now()
+	defer p.countOut(now)
+
+	// The members bs keeps (nil: a new one), and the one that must get its
+	// weight back if nothing else will be positive in the strategy.
+	kept := make([]*backend, len(bs))
+	positive := false
+	for k, nb := range bs {
+		b := p.byURL[nb.URL.String()]
+		kept[k] = b
+		if nb.Weight > 0 && (b == nil || !b.drained) {
+			positive = true
+		}
+	}
+	var anchor *backend
+	for k, b := range kept {
+		if !positive && b != nil && b.drained && bs[k].Weight > 0 &&
+			(anchor == nil || !anchor.serving(now) && b.serving(now)) {
+			anchor = b
+		}
+	}
+
+	var done []step
 	defer func() {
-		for _, b := range added {
-			p.startCheck(b)
+		for _, st := range done {
+			if st.added && p.byURL[st.b.url.String()] == st.b {
+				p.startCheck(st.b)
+			}
 		}
 	}()
-	for _, nb := range bs {
-		b, ok := p.byURL[nb.URL.String()]
-		if !ok {
-			b, err := p.add(nb.URL, nb.Weight)
-			if err != nil {
-				return err
-			}
-			added = append(added, b)
+	refused := func(err error) error {
+		if uerr := p.undo(done); uerr != nil {
+			return errors.Join(err, fmt.Errorf("httpbalancer: undoing the change failed, it is partly applied: %w", uerr))
+		}
+		done = nil
+		return err
+	}
+	for k, nb := range bs {
+		if kept[k] != nil {
 			continue
 		}
-		if err := p.setWeight(b, nb.Weight); err != nil {
-			return err
+		i, err := p.dyn.Add(nb.Weight)
+		if err != nil {
+			return refused(fmt.Errorf("adding %s: %w", nb.URL, err))
+		}
+		b := &backend{i: i, url: nb.URL, weight: nb.Weight}
+		p.insert(b)
+		done = append(done, step{b: b, added: true})
+	}
+	for _, zeros := range []bool{false, true} {
+		for k, b := range kept {
+			w := bs[k].Weight
+			if b == nil || (w == 0) != zeros {
+				continue
+			}
+			st := step{b: b, weight: b.weight, drained: b.drained, was: b.weight}
+			if b.drained {
+				st.was = 0
+			}
+			switch {
+			case b.drained && b != anchor:
+				if err := p.askDrained(b, w); err != nil {
+					return refused(fmt.Errorf("weighting %s: %w", b.url, err))
+				}
+				st.set = !b.drained
+			case w != st.was:
+				if err := p.dyn.SetWeight(b.i, w); err != nil {
+					return refused(fmt.Errorf("weighting %s: %w", b.url, err))
+				}
+				st.set = true
+				b.drained = false // the anchor, if it is b
+			}
+			b.weight = w
+			done = append(done, st)
 		}
 	}
-	for key, b := range p.byURL {
-		if _, keep := want[key]; !keep {
-			if err := p.remove(b); err != nil {
-				return err
-			}
+
+	var errs []error
+	for _, b := range slices.Clone(p.order) {
+		if b.removed || want[b.url.String()] {
+			continue
 		}
+		if err := p.dyn.Remove(b.i); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", b.url, err))
+			continue
+		}
+		p.retire(b)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("httpbalancer: backends applied but for %d the strategy refused to remove: %w", len(errs), errors.Join(errs...))
 	}
 	return nil
+}
+
+// step is one change SetBackends made, for undo: b was added, or had
+// weight and drained, and the strategy's weight was (-1: unknown) unless
+// set is false (the strategy was not called).
+type step struct {
+	b            *backend
+	added        bool
+	weight, was  int
+	drained, set bool
+}
+
+// undo reverts steps, the last first, so that each reverted step goes back
+// to a state the strategy accepted before. Called with mu held.
+func (p *Proxy) undo(steps []step) error {
+	var errs []error
+	for _, st := range slices.Backward(steps) {
+		b := st.b
+		switch {
+		case st.added:
+			if err := p.dyn.Remove(b.i); err != nil {
+				errs = append(errs, fmt.Errorf("removing %s again: %w", b.url, err))
+				continue // it stays a member
+			}
+			delete(p.byURL, b.url.String())
+			p.drop(b)
+			continue
+		case st.set && st.was < 0:
+			errs = append(errs, fmt.Errorf("weighting %s again: its weight before is unknown", b.url))
+			continue // it keeps the new one
+		case st.set:
+			if err := p.dyn.SetWeight(b.i, st.was); err != nil {
+				errs = append(errs, fmt.Errorf("weighting %s again: %w", b.url, err))
+				continue
+			}
+		}
+		b.weight, b.drained = st.weight, st.drained
+	}
+	return errors.Join(errs...)
 }
 
 // changeable refuses a change the proxy cannot make. Called with mu held.
@@ -162,24 +284,34 @@ func (p *Proxy) add(u *url.URL, weight int) (*backend, error) {
 	return b, nil
 }
 
-// remove takes b out of the strategy and of byURL; byIndex keeps it for
-// its requests in flight (done drops it). Called with mu held.
+// remove takes b out of the strategy, then retires it. Called with mu held.
 func (p *Proxy) remove(b *backend) error {
 	err := p.dyn.Remove(b.i)
-	if errors.Is(err, strategies.ErrLastMember) && p.undrainOther(b) {
-		err = p.dyn.Remove(b.i)
+	if errors.Is(err, strategies.ErrLastMember) {
+		if o := p.undrainOther(b); o != nil {
+			if err = p.dyn.Remove(b.i); err != nil {
+				p.redrain(o)
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("removing %s: %w", b.url, err)
 	}
+	p.retire(b)
+	p.countOut(p.cfg.now())
+	return nil
+}
+
+// retire takes b, removed from the strategy, out of byURL; it stays for
+// its requests in flight (done drops it), or goes now if it has none.
+// Called with mu held.
+func (p *Proxy) retire(b *backend) {
 	b.removed = true
 	b.stopCheck()
 	delete(p.byURL, b.url.String())
 	if b.inflight == 0 {
-		p.byIndex[b.i] = nil
+		p.drop(b)
 	}
-	p.countOut(p.cfg.now())
-	return nil
 }
 
 // setWeight records the user's weight and gives it to the strategy unless
@@ -187,17 +319,26 @@ func (p *Proxy) remove(b *backend) error {
 // with mu held.
 func (p *Proxy) setWeight(b *backend, weight int) error {
 	if b.drained {
-		// The strategy's own check, with a second positive weight so that
-		// 0 (drain) passes as it does for SetWeight.
-		if err := strategies.CheckWeights([]int{weight, 1}); err != nil {
+		// The package's check, with a second positive weight so that 0
+		// (drain) passes as it does for SetWeight; then the strategy's.
+		err := strategies.CheckWeights([]int{weight, 1})
+		if err == nil {
+			err = p.askDrained(b, weight)
+		}
+		if err != nil {
 			return fmt.Errorf("weighting %s: %w", b.url, err)
 		}
 		b.weight = weight
+		p.countOut(p.cfg.now())
 		return nil
 	}
 	err := p.dyn.SetWeight(b.i, weight)
-	if errors.Is(err, strategies.ErrLastMember) && p.undrainOther(b) {
-		err = p.dyn.SetWeight(b.i, weight)
+	if errors.Is(err, strategies.ErrLastMember) {
+		if o := p.undrainOther(b); o != nil {
+			if err = p.dyn.SetWeight(b.i, weight); err != nil {
+				p.redrain(o)
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("weighting %s: %w", b.url, err)
@@ -207,16 +348,44 @@ func (p *Proxy) setWeight(b *backend, weight int) error {
 	return nil
 }
 
+// askDrained asks the strategy whether b, drained (weight 0 in it) while
+// it is out of service, may come back at weight w, by giving it w and
+// draining it again: w is only recorded for the re-admission, which must
+// not be refused then, or b would stay drained for good. Should the strategy
+// refuse the drain (none of the strategies package's does: another member
+// has a positive weight), b keeps w in it and pick skips b while it is out.
+// Called with mu held.
+func (p *Proxy) askDrained(b *backend, w int) error {
+	if w == 0 || w == b.weight {
+		return nil
+	}
+	if err := p.dyn.SetWeight(b.i, w); err != nil {
+		return err
+	}
+	if p.dyn.SetWeight(b.i, 0) != nil {
+		b.drained = false
+	}
+	return nil
+}
+
 // undrainOther gives a drained backend other than b its weight back in the
 // strategy (pick still skips it while it is out of service), so that the
-// strategy, which refuses to lose its last positive member, lets b go.
-// Called with mu held.
-func (p *Proxy) undrainOther(b *backend) bool {
-	for _, o := range p.byIndex {
-		if o != nil && o != b && o.drained && o.weight > 0 && p.dyn.SetWeight(o.i, o.weight) == nil {
+// strategy, which refuses to lose its last positive member, lets b go. It
+// returns that backend, or nil if there is none. Called with mu held.
+func (p *Proxy) undrainOther(b *backend) *backend {
+	for _, o := range p.order {
+		if o != b && !o.removed && o.drained && o.weight > 0 && p.dyn.SetWeight(o.i, o.weight) == nil {
 			o.drained = false
-			return true
+			return o
 		}
 	}
-	return false
+	return nil
+}
+
+// redrain drains o again after undrainOther, when the change it was for
+// was refused anyway. Called with mu held.
+func (p *Proxy) redrain(o *backend) {
+	if p.dyn.SetWeight(o.i, 0) == nil {
+		o.drained = true
+	}
 }

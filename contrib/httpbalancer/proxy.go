@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -73,9 +74,12 @@ type Proxy struct {
 	s       strategies.Strategy
 	dyn     strategies.Dynamic // s, when it can change membership; else nil
 	weigher weigher            // s, when it tells a member's weight; else nil
-	byIndex []*backend         // strategy member index → backend (nil: none)
-	byURL   map[string]*backend
-	nOut    int // members not serving or drained: restore has work
+	// The backends: the members and the removed ones whose requests are in
+	// flight, never more (not every index the strategy ever handed out).
+	byIndex map[int]*backend    // by strategy member index
+	order   []*backend          // in the order they were added
+	byURL   map[string]*backend // the members, by URL
+	nOut    int                 // members not serving or drained: restore has work
 	closed  bool
 	checks  sync.WaitGroup // health-check goroutines
 }
@@ -95,7 +99,7 @@ func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, err
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil strategy", ErrConfig)
 	}
-	p := &Proxy{cfg: defaults(), s: s, byURL: map[string]*backend{}}
+	p := &Proxy{cfg: defaults(), s: s, byIndex: map[int]*backend{}, byURL: map[string]*backend{}}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&p.cfg)
@@ -130,7 +134,7 @@ func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, err
 		Transport:    transport{p},
 		ErrorHandler: p.fail,
 	}
-	for _, b := range p.byIndex {
+	for _, b := range p.order {
 		p.startCheck(b)
 	}
 	return p, nil
@@ -147,11 +151,21 @@ func checkURL(t *url.URL) error {
 // insert records b as the backend of its strategy index. Called with mu
 // held (or before the proxy is shared).
 func (p *Proxy) insert(b *backend) {
-	for len(p.byIndex) <= b.i {
-		p.byIndex = append(p.byIndex, nil)
-	}
 	p.byIndex[b.i] = b
+	p.order = append(p.order, b)
 	p.byURL[b.url.String()] = b
+}
+
+// drop forgets b, which is out of byURL and has no request in flight: it
+// leaves Stats. Called with mu held.
+func (p *Proxy) drop(b *backend) {
+	if p.byIndex[b.i] != b {
+		return
+	}
+	delete(p.byIndex, b.i)
+	if k := slices.Index(p.order, b); k >= 0 {
+		p.order = slices.Delete(p.order, k, k+1)
+	}
 }
 
 // call is one proxied request: its routing key and the current attempt. It
@@ -230,11 +244,12 @@ func (p *Proxy) pick(key uint64, try int, skip *backend) (*attempt, error) {
 	}()
 	for n := 0; n <= 2*len(p.byURL); n++ {
 		i := p.s.Pick(key + uint64(try+n)*0x9e3779b97f4a7c15)
-		if i < 0 || i >= len(p.byIndex) || p.byIndex[i] == nil || p.byIndex[i].removed {
+		b, ok := p.byIndex[i]
+		if !ok || b.removed {
 			held = append(held, i)
 			return nil, fmt.Errorf("%w: strategy picked %d, which is not a backend", ErrNoBackend, i)
 		}
-		if b := p.byIndex[i]; b != skip && b.serving(now) {
+		if b != skip && b.serving(now) {
 			b.started()
 			return &attempt{b: b, start: now}, nil
 		}
@@ -259,8 +274,8 @@ func (p *Proxy) done(a *attempt, failed bool) {
 	a.ended = true
 	p.s.Done(a.b.i, elapsed) // a removed member's Done is ignored by the strategy
 	a.b.ended(elapsed, failed)
-	if a.b.removed && a.b.inflight == 0 && p.byIndex[a.b.i] == a.b {
-		p.byIndex[a.b.i] = nil // drained: leaves Stats
+	if a.b.removed && a.b.inflight == 0 {
+		p.drop(a.b)
 	}
 }
 
@@ -271,10 +286,8 @@ func (p *Proxy) done(a *attempt, failed bool) {
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
-	for _, b := range p.byIndex {
-		if b != nil {
-			b.stopCheck()
-		}
+	for _, b := range p.order {
+		b.stopCheck()
 	}
 	p.mu.Unlock()
 	p.checks.Wait()

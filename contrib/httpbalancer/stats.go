@@ -44,10 +44,7 @@ func (p *Proxy) Stats() []BackendStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []BackendStats
-	for _, b := range p.byIndex {
-		if b == nil {
-			continue
-		}
+	for _, b := range p.order {
 		out = append(out, BackendStats{
 			URL: b.url.String(), Weight: b.weight,
 			Serving: b.serving(now), Reason: b.reason(now),

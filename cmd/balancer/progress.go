@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gobalancer/balancer/dispatcher"
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 )
 
@@ -30,8 +32,7 @@ type sample struct {
 // monitor is the live view of a run: the progress bar, -v's load lines and
 // the pending samples of -plot, all from one goroutine that owns them.
 type monitor struct {
-	quit, done chan struct{}
-	samples    []sample // read after stop
+	samples []sample // read after the group's Wait
 	// The samples kept are ticks 0, stride, 2·stride, ...: at most
 	// 2·maxPoints whatever the run's length, since when full every other
 	// one goes and the stride doubles.
@@ -58,8 +59,10 @@ func (m *monitor) keep(s sample) {
 	m.samples = append(m.samples, s)
 }
 
-func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
-	m := &monitor{quit: make(chan struct{}), done: make(chan struct{})}
+// startMonitor runs the live view in g until ctx ends, then finishes the
+// bar and prints -v's last line. It starts nothing if no view is on.
+func startMonitor(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher[uint64], c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
+	m := &monitor{}
 	every := time.Duration(0)
 	for _, on := range []struct {
 		want bool
@@ -70,7 +73,6 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 		}
 	}
 	if every == 0 {
-		close(m.done)
 		return m
 	}
 	var bar *progressbar.ProgressBar
@@ -86,15 +88,14 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 			progressbar.OptionClearOnFinish(),
 		)
 	}
-	go func() {
-		defer close(m.done)
+	g.Go(func() error {
 		tk := time.NewTicker(every)
 		defer tk.Stop()
 		start := time.Now()
 		var lastLine time.Time
 		for {
 			select {
-			case <-m.quit:
+			case <-ctx.Done():
 				if bar != nil {
 					_ = bar.Finish()
 				}
@@ -103,7 +104,7 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 					// verboseEvery shows its load once.
 					fmt.Fprintln(stderr, loadLine(d.Stats()))
 				}
-				return
+				return nil
 			case now := <-tk.C:
 				if bar != nil {
 					_ = bar.Set64(answered.Load())
@@ -121,18 +122,8 @@ func startMonitor(d *dispatcher.Dispatcher[uint64], c *config, name string, answ
 				}
 			}
 		}
-	}()
+	})
 	return m
-}
-
-func (m *monitor) stop() {
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	close(m.quit)
-	<-m.done
 }
 
 func sampleOf(at time.Duration, st dispatcher.Stats) sample {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/dispatcher"
+	"golang.org/x/sync/errgroup"
 )
 
 // grace is how long an interrupted run lets in-flight requests finish
@@ -77,7 +77,8 @@ func (c *config) setupWith(vary func(*setup)) setup {
 // runOnce runs the workload once with setup s. Every goroutine it starts
 // has exited when it returns. If ctx ends, it stops taking new requests,
 // lets in-flight ones drain for grace, then cancels them, and returns the
-// partial result, marked Interrupted.
+// partial result, marked Interrupted. A requester's error (see drive) ends
+// the run the same way, but runOnce returns that error and no result.
 func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer) (*result, error) {
 	d, err := dispatcher.New[uint64](dispatcherOptions(c, s)...)
 	if err != nil {
@@ -96,46 +97,43 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 
-	mon := startMonitor(d, c, s.strategy, &answered, stderr)
-	ch := startChurn(d, c, c.weightsOrEqual())
+	// The live view and the churn run beside the requesters in one group:
+	// a single cancel stops both once the requesters are done, and Wait
+	// returns the churn's error (the view has none). That error stops the
+	// churn alone; the run goes on and says so after.
+	bgCtx, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	var bg errgroup.Group
+	mon := startMonitor(bgCtx, &bg, d, c, s.strategy, &answered, stderr)
+	ch := startChurn(bgCtx, &bg, d, c, c.weightsOrEqual())
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range c.requesters {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				t := next.Add(1) - 1
-				if t >= int64(c.requests) {
-					return
-				}
-				lat, err := request(workCtx, d, ws, p, int(t), c.keys)
-				hist.Record(lat.Nanoseconds())
-				outs.add(err)
-				answered.Add(1)
-			}
-		})
-	}
-	allDone := make(chan struct{})
-	go func() { wg.Wait(); close(allDone) }()
-	select {
-	case <-allDone:
-	case <-ctx.Done():
-		select {
-		case <-allDone:
-		case <-time.After(grace):
-			cancelWork() // running tasks see it within microseconds
-			<-allDone
+	reqErr := drive(ctx, c.requesters, cancelWork, func() (bool, error) {
+		t := next.Add(1) - 1
+		if t >= int64(c.requests) {
+			return false, nil
 		}
-	}
+		lat, err := request(workCtx, d, ws, p, int(t), c.keys)
+		if errors.Is(err, errNoWorkerIndex) {
+			// The demo's own fault, not one of the workload's faults: the
+			// task ran at no known worker's speed and -plot missed it, so
+			// it is not counted among the errors as if it were.
+			return false, err
+		}
+		hist.Record(lat.Nanoseconds())
+		outs.add(err)
+		answered.Add(1)
+		return true, nil
+	})
 	elapsed := time.Since(start)
-	ch.stop()
-	mon.stop()
+	stopBG()
+	churnErr := bg.Wait()
 	// Every request has been answered; Close only waits for tasks whose
 	// requester gave up (cancelled) to notice their context.
-	if err := d.Close(context.Background()); err != nil {
+	if err := errors.Join(reqErr, d.Close(context.Background())); err != nil {
 		return nil, err
 	}
-	if ch.err != nil {
-		fmt.Fprintf(stderr, "balancer: -churn stopped: %v\n", ch.err)
+	if churnErr != nil {
+		fmt.Fprintf(stderr, "balancer: -churn stopped: %v\n", churnErr)
 	}
 	st := d.Stats()
 	res := &result{
@@ -146,6 +144,40 @@ func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer)
 		replaced: ch.count,
 	}
 	return res, nil
+}
+
+// drive runs n requesters, each calling take until it reports that no
+// request is left, returns an error, or ctx ends. They are one errgroup:
+// the first error stops every requester's intake, as an interrupt does,
+// and is returned. Once intake has stopped early, whether by ctx or by an
+// error, the requests in flight have grace to finish; then cancelWork
+// cancels them. Every requester has returned when drive does.
+func drive(ctx context.Context, n int, cancelWork context.CancelFunc, take func() (more bool, err error)) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for range n {
+		g.Go(func() error {
+			for gctx.Err() == nil {
+				if more, err := take(); err != nil || !more {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-gctx.Done(): // also closed by Wait itself: then done follows at once
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(grace):
+		cancelWork() // running tasks see it within microseconds
+		return <-done
+	}
 }
 
 // errNoWorkerIndex: a task's context did not carry its worker's index,
@@ -197,49 +229,36 @@ func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], ws *workers,
 
 // churner adds a fresh worker and removes the oldest every -churn.
 type churner struct {
-	quit, done chan struct{}
-	count      int   // workers replaced; read after stop
-	err        error // why it stopped early; read after stop
+	count int // workers replaced; read after the group's Wait
 }
 
-func startChurn(d *dispatcher.Dispatcher[uint64], c *config, weights []int) *churner {
-	ch := &churner{quit: make(chan struct{}), done: make(chan struct{})}
+// startChurn runs the churn in g until ctx ends. An error of AddWorker or
+// RemoveWorker stops it and is g's error.
+func startChurn(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher[uint64], c *config, weights []int) *churner {
+	ch := &churner{}
 	if c.churn <= 0 {
-		close(ch.done)
 		return ch
 	}
-	go func() {
-		defer close(ch.done)
+	g.Go(func() error {
 		tk := time.NewTicker(c.churn)
 		defer tk.Stop()
 		for {
 			select {
-			case <-ch.quit:
-				return
+			case <-ctx.Done():
+				return nil
 			case <-tk.C:
 			}
 			// Add before removing, so a live worker always exists. The new
 			// worker (index n+count) clones the removed one (index count):
 			// same weight here, same speed (workers.speed).
 			if _, err := d.AddWorker(weights[ch.count%len(weights)]); err != nil {
-				ch.err = err
-				return
+				return err
 			}
 			if err := d.RemoveWorker(ch.count); err != nil {
-				ch.err = err
-				return
+				return err
 			}
 			ch.count++
 		}
-	}()
+	})
 	return ch
-}
-
-func (ch *churner) stop() {
-	select {
-	case <-ch.done:
-	default:
-		close(ch.quit)
-	}
-	<-ch.done
 }

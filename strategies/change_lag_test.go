@@ -40,16 +40,19 @@ var lagSequences = flag.Int("lagsequences", 150, "random change sequences TestLa
 // once (only the tie order of least-requests is measured), and keeps the
 // weights the lag is measured against.
 type changeRun struct {
-	t      testing.TB
-	name   string
-	s      Dynamic
-	weight []int // current weights, 0 for removed members
+	t         testing.TB
+	name      string
+	s         Dynamic
+	weight    []int  // current weights, 0 for removed members
+	forget    bool   // remove forgets the member too
+	forgotten []bool // the indices the next Adds may reuse
+	reused    int    // Adds that returned a forgotten index
 }
 
 func newChangeRun(t testing.TB, name string, w []int) *changeRun {
 	s, err := New(name, w)
 	require.NoError(t, err)
-	return &changeRun{t: t, name: name, s: s.(Dynamic), weight: append([]int(nil), w...)}
+	return &changeRun{t: t, name: name, s: s.(Dynamic), weight: append([]int(nil), w...), forgotten: make([]bool, len(w))}
 }
 
 func (r *changeRun) picks(n int) []int {
@@ -75,16 +78,31 @@ func (r *changeRun) lagAfter(n int) float64 {
 }
 
 func (r *changeRun) add(w int) {
-	_, err := r.s.Add(w)
+	i, err := r.s.Add(w)
 	require.NoError(r.t, err)
+	if i < len(r.weight) {
+		require.True(r.t, r.forgotten[i], "%s: Add returned %d, which was not forgotten", r.name, i)
+		r.forgotten[i] = false
+		r.weight[i] = w
+		r.reused++
+		return
+	}
+	require.Equal(r.t, len(r.weight), i)
 	r.weight = append(r.weight, w)
+	r.forgotten = append(r.forgotten, false)
 }
 
+// remove removes member i and, when the run forgets, forgets it at once,
+// so that the next Add reuses the lowest such index.
 func (r *changeRun) remove(i int) bool {
 	if r.s.Remove(i) != nil {
 		return false
 	}
 	r.weight[i] = 0
+	if r.forget {
+		require.NoError(r.t, r.s.(Forgetter).Forget(i))
+		r.forgotten[i] = true
+	}
 	return true
 }
 
@@ -156,6 +174,35 @@ func TestLagAfterRandomChanges(t *testing.T) {
 				worst = max(worst, lag)
 			}
 			t.Logf("%s: worst lag from a change %.3f", name, worst)
+		})
+	}
+}
+
+// TestLagAfterRandomChanges with every removed member forgotten at once,
+// so that Adds reuse indices: a newcomer at a reused index takes its share
+// as one at a new index does, and every change's lag stays below 2.
+func TestLagAfterRandomChangesReusingIndices(t *testing.T) {
+	for _, name := range smoothAfterChange {
+		t.Run(name, func(t *testing.T) {
+			g := rand.New(rand.NewPCG(22, 3))
+			w := make([]int, 2+g.IntN(29))
+			for i := range w {
+				w[i] = 1 + g.IntN(100)
+			}
+			r := newChangeRun(t, name, w)
+			r.forget = true
+			worst := 0.0
+			for change := 0; change < 1500; {
+				if !r.change(g.IntN(3), g.IntN(len(r.weight)), g.IntN(101)) {
+					continue
+				}
+				change++
+				lag := r.lagAfter(1 + g.IntN(2*sum(r.weight)))
+				require.Less(t, lag, lagBound, "change %d, weights %v", change, r.weight)
+				worst = max(worst, lag)
+			}
+			t.Logf("%s: worst lag from a change %.3f, %d Adds at a reused index", name, worst, r.reused)
+			require.Positive(t, r.reused)
 		})
 	}
 }

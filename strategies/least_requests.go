@@ -46,7 +46,10 @@ type lrEnt struct {
 	inv     uint64 // ⌊2^40/w⌋: pending·inv orders by pending/w
 }
 
-var _ Dynamic = (*LeastRequests)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*LeastRequests)(nil)
 
 // NewLeastRequests returns a least-requests strategy over members with the
 // given weights.
@@ -114,7 +117,8 @@ func (s *LeastRequests) Pending(i int) int {
 // Weight returns member i's weight, or 0 when it is not a member.
 func (s *LeastRequests) Weight(i int) int { return s.tie.Weight(i) }
 
-// Len returns the number of indices handed out, removed ones included.
+// Len returns one more than the highest index in use: present, or removed
+// and not yet forgotten.
 func (s *LeastRequests) Len() int { return s.tie.Len() }
 
 // Add adds a member. It starts with nothing pending, so it takes picks until
@@ -124,6 +128,9 @@ func (s *LeastRequests) Add(weight int) (int, error) {
 	i, err := s.tie.Add(weight)
 	if err != nil {
 		return 0, err
+	}
+	if i < len(s.ent) {
+		s.ent[i] = lrEnt{} // a forgotten index: nothing pending
 	}
 	s.relayout()
 	return i, nil
@@ -135,6 +142,17 @@ func (s *LeastRequests) Remove(i int) error {
 		return err
 	}
 	s.relayout()
+	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter),
+// in O(log n).
+func (s *LeastRequests) Forget(i int) error {
+	if err := s.tie.Forget(i); err != nil {
+		return err
+	}
+	n := s.tie.Len()
+	s.ent, s.busy.pos = fit(s.ent, n), fit(s.busy.pos, n)
 	return nil
 }
 

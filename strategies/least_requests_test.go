@@ -8,11 +8,13 @@ import (
 )
 
 // With every pick completed before the next, least-requests picks exactly
-// what swrr picks, through random membership changes, on swrr's packed keys
+// what swrr picks, through random membership changes (index reuse
+// included), on swrr's packed keys
 // and on its wide path: its tie order is swrr's, so swrr's lag bounds hold
 // for it.
 func TestLeastRequestsTiesAreSWRR(t *testing.T) {
 	g := rand.New(rand.NewPCG(5, 5))
+	forget := rand.New(rand.NewPCG(6, 6)) // half the removed members are forgotten: Adds reuse their indices
 	for round := range 30 {
 		n, wmin, wmax := 1+g.IntN(20), 0, 50
 		if round == 0 {
@@ -43,7 +45,12 @@ func TestLeastRequestsTiesAreSWRR(t *testing.T) {
 				require.Equal(t, b, a)
 				require.Equal(t, errB == nil, errA == nil)
 			case 1:
-				require.Equal(t, sw.Remove(j) == nil, lr.Remove(j) == nil)
+				removed := sw.Remove(j) == nil
+				require.Equal(t, removed, lr.Remove(j) == nil)
+				if removed && forget.IntN(2) == 0 {
+					require.NoError(t, sw.Forget(j))
+					require.NoError(t, lr.Forget(j))
+				}
 			default:
 				require.Equal(t, sw.SetWeight(j, nw) == nil, lr.SetWeight(j, nw) == nil)
 			}

@@ -123,8 +123,8 @@ func (s *NginxSWRR) Done(int, time.Duration) {}
 // Add adds a member; it is owed nothing, so it neither waits for nor
 // bursts to catch up with the picks made before it came.
 func (s *NginxSWRR) Add(weight int) (int, error) {
-	if present := s.Len() - s.removedCount(); present >= nginxMaxMembers {
-		return 0, fmt.Errorf("%w: %d members present (max %d)", ErrTooLarge, present, nginxMaxMembers)
+	if s.present >= nginxMaxMembers {
+		return 0, fmt.Errorf("%w: %d members present (max %d)", ErrTooLarge, s.present, nginxMaxMembers)
 	}
 	oldW := int64(s.total)
 	i, err := s.add(weight)
@@ -180,16 +180,6 @@ func (s *NginxSWRR) drop(i int) {
 		s.w = slices.Delete(s.w, p, p+1)
 		s.id = slices.Delete(s.id, p, p+1)
 	}
-}
-
-func (s *NginxSWRR) removedCount() int {
-	n := 0
-	for _, r := range s.removed {
-		if r {
-			n++
-		}
-	}
-	return n
 }
 
 // rescale turns the current weights, counted against the old W, into

@@ -7,7 +7,9 @@
 //
 // Members are identified by dense indices: the weights given to a
 // constructor are members 0..n-1, and Add returns the next unused index.
-// Indices are never reused, so a removed member's index stays invalid.
+// A removed member's index stays invalid, and is reused only after the
+// caller forgets it (Forgetter): a caller that never calls Forget never
+// sees an index twice.
 package strategies
 
 import (
@@ -55,6 +57,22 @@ type Dynamic interface {
 	SetWeight(i int, weight int) error
 }
 
+// Forgetter is a Dynamic strategy that can reuse the index of a removed
+// member, so that its memory and the cost of a membership change stay
+// bounded by the members it holds, not by every member ever added.
+//
+// Forget(i) says that member i, removed, will get no more Done calls (its
+// requests have completed or been given up); from then on a later Add may
+// return i. Add returns the lowest forgotten index if there is one, else a
+// new one. An index is never reused before its Forget, so a caller that
+// still reports Done for a removed member's draining requests is safe
+// until it forgets it. Forget of a member that is present, was never
+// handed out or is already forgotten changes nothing and returns an error
+// matching ErrNotRemoved.
+type Forgetter interface {
+	Forget(i int) error
+}
+
 // Sentinel errors. Callers test them with errors.Is.
 var (
 	// ErrNoMembers: a strategy needs at least one member.
@@ -67,6 +85,10 @@ var (
 	ErrUnknown = errors.New("strategies: unknown strategy")
 	// ErrNoMember: the index is out of range or the member was removed.
 	ErrNoMember = errors.New("strategies: no such member")
+	// ErrNotRemoved: Forget was given an index that is not a removed
+	// member waiting for it: one present, never handed out, or already
+	// forgotten.
+	ErrNotRemoved = errors.New("strategies: not a removed member")
 	// ErrLastMember: the change would leave no member with a positive weight.
 	ErrLastMember = errors.New("strategies: change leaves no member with positive weight")
 	// ErrBadOption: an option's value is out of range.

@@ -92,7 +92,10 @@ func (e *swrrEnt) advance() {
 	}
 }
 
-var _ Dynamic = (*SWRR)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*SWRR)(nil)
 
 // NewSWRR returns a smooth weighted round-robin strategy over members with
 // the given weights.
@@ -183,7 +186,8 @@ func (s *SWRR) wideKey(i int) pair {
 func (s *SWRR) Done(int, time.Duration) {}
 
 // Add adds a member. Its first window opens now and lasts W/w picks, so it
-// gets its share from now on, with no burst to catch up.
+// gets its share from now on, with no burst to catch up, whether its index
+// is new or a forgotten one.
 func (s *SWRR) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
@@ -209,6 +213,25 @@ func (s *SWRR) SetWeight(i, weight int) error {
 	}
 	s.rewindow()
 	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// A removed member has no window, so nothing is recomputed: it costs
+// O(log n) and cuts the per-member state when i was the last index.
+func (s *SWRR) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.fit()
+	return nil
+}
+
+// fit cuts the per-member state to Len after a forget. The cut members
+// have no window, so they are in no heap and not on the wheel.
+func (s *SWRR) fit() {
+	n := s.Len()
+	s.ent, s.on, s.wheel.next = fit(s.ent, n), fit(s.on, n), fit(s.wheel.next, n)
+	s.pk.pos, s.elig.pos = fit(s.pk.pos, n), fit(s.elig.pos, n)
 }
 
 // rewindow recomputes every window for the current weights. Each member

@@ -26,7 +26,7 @@ func limits[R any](t *testing.T, d *Dispatcher[R]) (base, depth int, limit []int
 // After a batch of empty tasks each worker's limit is what the budget
 // gives for the mean run time the balancer measured, whatever the machine
 // or the race detector makes of an empty task: queueBudget / per, between
-// base and depth. (TestQueuesDeepenForShortTasks checks that a queue
+// lo and depth. (TestQueuesDeepenForShortTasks checks that a queue
 // really fills to its limit.)
 func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
 	d, err := New[int](WithWorkers(2))
@@ -43,13 +43,14 @@ func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
 	require.Equal(t, 256, depth)
 	for i := range limit {
 		require.Positive(t, per[i], "worker %d measured no run time", i)
-		want := min(max(int(queueBudget/per[i]), base), depth)
+		want := min(max(int(queueBudget/per[i]), minLimit), depth)
 		assert.Equal(t, want, limit[i], "worker %d, %v a task", i, per[i])
 	}
 }
 
-// Without deepening (a given buffer, the channel engine, or more workers
-// than MaxBuffer/256 at New) every limit is the depth, and stays it.
+// With late binding off (WithQueueBudget(0)) and no deepening (a given
+// buffer, the channel engine, or more workers than MaxBuffer/256 at New)
+// every limit is the depth, and stays it.
 func TestAdaptOffKeepsDepth(t *testing.T) {
 	for name, opts := range map[string][]Option{
 		"buffer 63": {WithWorkerBuffer(63)},
@@ -57,7 +58,7 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 		"workers":   {WithWorkers(MaxBuffer/deepDepth + 1), WithStrategyName("round-robin")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d, err := New[int](opts...)
+			d, err := New[int](append(opts, WithQueueBudget(0))...)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, d.Close(context.Background())) }()
 			for range 300 {
@@ -76,3 +77,49 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 		})
 	}
 }
+
+// The limit for a measured time per task, injected rather than measured:
+// the budget's worth of tasks, never fewer than minLimit nor more than the
+// depth; room stays counted right across every change.
+func TestAdaptLimitForTaskTime(t *testing.T) {
+	var b balancer[int]
+	b.init(nopStrategy{}, nopLinks{}, 256, 64, 100*time.Microsecond, []int{1})
+	b.book = newTenantBook()
+	for _, c := range []struct {
+		per  time.Duration
+		want int
+	}{
+		{30 * time.Nanosecond, 256}, {time.Microsecond, 100}, {10 * time.Microsecond, 10},
+		{100 * time.Microsecond, 2}, {time.Millisecond, 2}, {400 * time.Nanosecond, 250},
+	} {
+		b.w[0].per = c.per
+		b.adapt(0)
+		assert.Equal(t, c.want, b.w[0].limit, "%v a task", c.per)
+		assert.Equal(t, 1, b.room, "an empty worker has room at any limit")
+		b.w[0].pending = b.w[0].limit
+		assert.False(t, b.hasRoom(0), "full at its limit")
+		b.w[0].pending = 0
+		b.w[0].per = 0
+		b.adapt(0) // nothing measured: back to base
+		assert.Equal(t, 64, b.w[0].limit)
+		assert.Equal(t, 1, b.room)
+	}
+}
+
+type nopStrategy struct{}
+
+func (nopStrategy) Pick(uint64) int         { return 0 }
+func (nopStrategy) Done(int, time.Duration) {}
+
+type nopLinks struct{}
+
+func (nopLinks) send(int, *request[int])            {}
+func (nopLinks) takeBack(int) (*request[int], bool) { return nil, false }
+func (nopLinks) add() int                           { return 0 }
+func (nopLinks) remove(int)                         {}
+func (nopLinks) busy(int) time.Duration             { return 0 }
+func (nopLinks) replaced() int64                    { return 0 }
+func (nopLinks) setLimit(int, int)                  {}
+func (nopLinks) recycle(*request[int])              {}
+func (nopLinks) takeIntake() []*request[int]        { return nil }
+func (nopLinks) stop()                              {}

@@ -35,6 +35,10 @@ type channels[R any] struct {
 	closeMu sync.RWMutex
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
+	// schedCap bounds what the balancer takes into a schedule: the intake
+	// buffer, or the number of workers if that is more.
+	schedCap int
+
 	gate    tryGate      // TrySubmit at a zero intake buffer
 	goReqs  sync.Pool    // finished Go requests, reused by the next Go
 	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
@@ -42,11 +46,12 @@ type channels[R any] struct {
 
 func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
 	e := &channels[R]{
-		d:       d,
-		reqs:    make(chan *request[R], intake),
-		done:    make(chan int, completion),
-		kicks:   make(chan struct{}, 1),
-		closing: make(chan struct{}),
+		d:        d,
+		reqs:     make(chan *request[R], intake),
+		done:     make(chan int, completion),
+		kicks:    make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		schedCap: max(intake, n),
 	}
 	e.goReqs.New = func() any { return &request[R]{async: true} }
 	e.gate.init(true) // every worker is empty, and some weight is positive
@@ -61,6 +66,19 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 }
 
 func (e *channels[R]) send(i int, r *request[R]) { e.pool.Worker(i).Send(r) }
+
+// setLimit: the balancer's count alone keeps a worker under its limit.
+func (e *channels[R]) setLimit(int, int) {}
+
+// accepting reports whether the balancer takes a request now: one a
+// worker can take, or, under a schedule, one the schedule has room for.
+func (e *channels[R]) accepting() bool {
+	b := &e.d.b
+	if b.sched == nil {
+		return b.canTake()
+	}
+	return b.sched.len() < e.schedCap
+}
 func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 	return e.pool.Worker(i).TryTake()
 }
@@ -187,12 +205,15 @@ func (e *channels[R]) loop() {
 			d.serveControl()
 		}
 		d.observe()
+		if d.admission {
+			b.publishAdmission(&d.adm)
+		}
 		// Past open the intake is fenced: what is buffered is all there is.
 		if b.seen >= lifeDraining && len(e.reqs) == 0 && b.drained() {
 			break
 		}
 		if cap(e.reqs) == 0 {
-			e.gate.set(b.canTake() && b.seen == lifeOpen)
+			e.gate.set(e.accepting() && b.seen == lifeOpen)
 		}
 		if e.poll() {
 			idle = 0
@@ -205,12 +226,12 @@ func (e *channels[R]) loop() {
 		}
 		idle = 0
 		reqs := e.reqs
-		if !b.canTake() {
+		if !e.accepting() {
 			reqs = nil // the picked worker is full: serve completions only
 		}
 		select {
 		case r := <-reqs:
-			d.dispatch(r)
+			e.took(r)
 		case i := <-e.done:
 			e.completed(i)
 		case f := <-d.ctl:
@@ -241,17 +262,32 @@ func (e *channels[R]) poll() bool {
 		}
 		break
 	}
-	for k := 0; k < pollBatch && b.canTake(); k++ {
+	for k := 0; k < pollBatch && e.accepting(); k++ {
 		select {
 		case r := <-e.reqs:
-			d.dispatch(r)
+			e.took(r)
 			took = true
 			continue
 		default:
 		}
 		break
 	}
+	if b.sched != nil {
+		for r := b.next(); r != nil; r = b.next() {
+			d.dispatch(r)
+			took = true
+		}
+	}
 	return took
+}
+
+// took dispatches r, or puts it in the schedule.
+func (e *channels[R]) took(r *request[R]) {
+	if b := &e.d.b; b.sched != nil {
+		b.take(r)
+		return
+	}
+	e.d.dispatch(r)
 }
 
 // completed counts one completion message of worker i.

@@ -61,6 +61,10 @@ type Dispatcher[R any] struct {
 	onPanic func(*PanicError) // WithPanicHandler
 	lat     *latency          // sampled task run times (Stats.Latency)
 	idxKey  *workerIndexKey   // WithWorkerIndex; nil without it
+	book    *tenantBook       // tenants and priority classes (Stats.Tenants, Stats.Classes)
+
+	schedule  Schedule
+	admission bool // WithDeadlineAdmission
 
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
@@ -78,6 +82,7 @@ type Dispatcher[R any] struct {
 	reqs    sync.Pool
 	futures sync.Pool             // Futures handed back by Release
 	final   atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
+	adm     admissionState        // WithDeadlineAdmission's figures
 
 	b balancer[R] // owned by the balancer goroutine
 }
@@ -130,6 +135,10 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		stopped: make(chan struct{}),
 		onPanic: c.panicHandler,
 		lat:     new(latency),
+		book:    newTenantBook(),
+
+		schedule:  c.schedule,
+		admission: c.admission,
 	}
 	if c.workerIndex {
 		d.idxKey = new(workerIndexKey)
@@ -144,8 +153,14 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		// a full completion channel while the balancer waited for a P.
 		c.completion = c.workers * depth
 	}
+	budget := c.budget
+	if budget < 0 {
+		budget = queueBudget
+	}
 	d.eng = newEngine(d, c.engine, &c, depth, base)
-	d.b.init(strat, d.eng, depth, base, weights)
+	d.b.init(strat, d.eng, depth, base, budget, weights)
+	d.b.book = d.book
+	d.b.sched = newScheduler[R](c.schedule, d.book)
 	go d.eng.loop()
 	return d, nil
 }

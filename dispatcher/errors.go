@@ -23,6 +23,15 @@ var (
 	// example WithCompletionBuffer with the rings engine). New's error
 	// matches both it and ErrBadOption.
 	ErrWrongEngine = errors.New("dispatcher: option needs the other engine")
+	// ErrWrongSchedule: a request or group option applies only under
+	// another schedule (a priority under FIFO, a Share outside Fair).
+	// The error matches both it and ErrBadOption.
+	ErrWrongSchedule = errors.New("dispatcher: option needs another schedule")
+	// ErrDeadlineUnmeetable: with WithDeadlineAdmission, a request whose
+	// deadline falls before the time the work queued ahead of it is
+	// estimated to take is refused at submit. The error matches both it
+	// and context.DeadlineExceeded.
+	ErrDeadlineUnmeetable = errors.New("dispatcher: deadline cannot be met")
 	// ErrNotStarted: the Dispatcher was not made by New (a zero value or a
 	// nil pointer); every method returns it instead of panicking or hanging.
 	ErrNotStarted = errors.New("dispatcher: not made by New")

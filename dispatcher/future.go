@@ -122,7 +122,7 @@ func (f *Future[R]) recycle() {
 // Future whose request was never accepted goes straight here.
 func (f *Future[R]) putBack() {
 	var zero R
-	f.r.ctx, f.r.fn, f.r.key, f.r.res, f.r.err, f.r.ret = nil, nil, 0, zero, nil, nil
+	f.r.ctx, f.r.fn, f.r.meta, f.r.res, f.r.err, f.r.ret, f.r.took = nil, nil, meta{}, zero, nil, nil, 0
 	f.ch = nil
 	f.state.Store(futurePooled)
 	f.d.futures.Put(f)

@@ -41,6 +41,8 @@ type Group[R any] struct {
 	collect bool
 	bad     error // why the group was refused at construction
 	first   atomic.Pointer[groupSlot[R]]
+	tenant  *tenant
+	sem     chan struct{} // a token per task accepted and not answered (Limit); nil without
 
 	mu        sync.Mutex
 	wake      sync.Cond // Wait waits on it for submits in progress
@@ -85,6 +87,13 @@ type groupSlot[R any] struct {
 // run, not when Wait looks.
 func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(s, err) }
 
+// answered frees the task's place under the group's Limit.
+func (s *groupSlot[R]) answered() {
+	if s.g.sem != nil {
+		<-s.g.sem
+	}
+}
+
 // Chunk sizes double from the first to the last: a group of three tasks
 // does not allocate a thousand slots, and a large one allocates rarely.
 const (
@@ -97,7 +106,16 @@ type GroupOption interface{ applyGroup(*groupConfig) }
 
 type groupConfig struct {
 	collect bool
-	err     error
+	limit   int // Limit; 0 without
+	share   int // Share; 0 without
+	name    string
+	err     error // the first bad option
+}
+
+func (c *groupConfig) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
 }
 
 type groupOptionFunc func(*groupConfig)
@@ -122,7 +140,7 @@ func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R
 	var c groupConfig
 	for _, o := range opts {
 		if o == nil {
-			c.err = fmt.Errorf("%w: nil group option", ErrBadOption)
+			c.fail(fmt.Errorf("%w: nil group option", ErrBadOption))
 			continue
 		}
 		o.applyGroup(&c)
@@ -133,8 +151,15 @@ func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R
 		g.bad = ErrNotStarted
 	case ctx == nil:
 		g.bad = ErrNilContext
-	default:
+	case c.err != nil:
 		g.bad = c.err
+	case c.share > 0 && d.schedule != Fair:
+		g.bad = fmt.Errorf("%w: %w: Share(%d) needs WithSchedule(Fair): the %v schedule has no shares", ErrBadOption, ErrWrongSchedule, c.share, d.schedule)
+	default:
+		g.tenant = d.groupTenant(&c)
+		if c.limit > 0 {
+			g.sem = make(chan struct{}, c.limit)
+		}
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -159,44 +184,84 @@ func (g *Group[R]) Context() context.Context { return g.ctx }
 // whatever happens, and without CollectErrors it cancels the group if it
 // is the first failure. After Wait has returned, Go returns ErrGroupDone
 // and the task has no result.
-func (g *Group[R]) Go(task Task[R]) error { return g.submit(0, task, true) }
+func (g *Group[R]) Go(task Task[R]) error { return g.submit(meta{}, task, true) }
 
 // TryGo submits task if the dispatcher has room right now and reports
 // whether it did. A task not accepted (no room, the group's context
 // ended, the dispatcher closed, a nil task, Wait returned) has no result.
-func (g *Group[R]) TryGo(task Task[R]) bool { return g.submit(0, task, false) == nil }
+func (g *Group[R]) TryGo(task Task[R]) bool { return g.submit(meta{}, task, false) == nil }
 
-// KeyedGroup submits a group's tasks with a routing key, so affinity
-// strategies send equal keys to the same worker (see Dispatcher.Key).
-type KeyedGroup[R any] struct {
-	g   *Group[R]
-	key uint64
+// GroupView submits a group's tasks with a routing key and a priority
+// class (see Dispatcher.Key and Dispatcher.Priority). Views compose:
+// g.Key(k).Priority(p).
+type GroupView[R any] struct {
+	g *Group[R]
+	m meta
 }
 
+// KeyedGroup is the view Group.Key returns.
+type KeyedGroup[R any] = GroupView[R]
+
 // Key returns a view of g whose tasks carry the routing key k.
-func (g *Group[R]) Key(k uint64) KeyedGroup[R] { return KeyedGroup[R]{g: g, key: k} }
+func (g *Group[R]) Key(k uint64) GroupView[R] { return GroupView[R]{g: g, m: meta{key: k}} }
 
-// Go is Group.Go with the view's key.
-func (k KeyedGroup[R]) Go(task Task[R]) error { return k.g.submit(k.key, task, true) }
+// Priority returns a view of g whose tasks are of priority class p (see
+// Dispatcher.Priority).
+func (g *Group[R]) Priority(p int) GroupView[R] { return GroupView[R]{g: g}.Priority(p) }
 
-// TryGo is Group.TryGo with the view's key.
-func (k KeyedGroup[R]) TryGo(task Task[R]) bool { return k.g.submit(k.key, task, false) == nil }
+// Key returns the view with routing key k.
+func (v GroupView[R]) Key(k uint64) GroupView[R] { v.m.key = k; return v }
 
-func (g *Group[R]) submit(key uint64, task Task[R], block bool) error {
+// Priority returns the view with priority class p. A class out of range
+// is refused by Go and TryGo.
+func (v GroupView[R]) Priority(p int) GroupView[R] { v.m.prio = classOf(p); return v }
+
+// Go is Group.Go with the view's key and class.
+func (v GroupView[R]) Go(task Task[R]) error { return v.g.submit(v.m, task, true) }
+
+// TryGo is Group.TryGo with the view's key and class.
+func (v GroupView[R]) TryGo(task Task[R]) bool { return v.g.submit(v.m, task, false) == nil }
+
+func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
 	s, err := g.reserve()
 	if err != nil {
 		return err
 	}
-	s.r.ctx, s.r.fn, s.r.key, s.r.owner = g.ctx, task, key, s
+	s.r.ctx, s.r.fn, s.r.meta, s.r.owner, s.r.tenant = g.ctx, task, m, s, g.tenant
 	err = g.bad
 	if err == nil {
-		err = g.d.check(g.ctx, task)
+		err = g.d.check(g.ctx, task, m)
+	}
+	if err == nil && g.sem != nil {
+		err = g.acquire(block)
 	}
 	if err == nil {
-		err = g.d.eng.enqueue(g.ctx, &s.r, block)
+		err = g.d.enqueue(g.ctx, &s.r, block)
+		if err != nil && g.sem != nil {
+			<-g.sem
+		}
 	}
 	g.settle(s, err, block)
 	return err
+}
+
+// acquire takes a place under the group's Limit, waiting for one if block
+// until the group's context ends.
+func (g *Group[R]) acquire(block bool) error {
+	select {
+	case g.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if !block {
+		return ErrBusy
+	}
+	select {
+	case g.sem <- struct{}{}:
+		return nil
+	case <-g.ctx.Done():
+		return g.ctx.Err()
+	}
 }
 
 // reserve takes a slot for one submit.

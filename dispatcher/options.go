@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"time"
 
 	"github.com/gobalancer/balancer/strategies"
 )
@@ -27,6 +28,9 @@ type config struct {
 	strategyOpts []strategies.Option
 	panicHandler func(*PanicError)
 	workerIndex  bool // WithWorkerIndex
+	schedule     Schedule
+	admission    bool          // WithDeadlineAdmission
+	budget       time.Duration // WithQueueBudget
 	errs         []error
 
 	// set records which options were given, by name, so New can refuse a
@@ -70,6 +74,8 @@ func defaults() config {
 		intake:       -1,
 		completion:   -1,
 		engine:       DefaultEngine,
+		schedule:     DefaultSchedule,
+		budget:       -1,
 		strategyName: strategies.Default,
 	}
 }
@@ -101,22 +107,18 @@ func WithWeights(weights ...int) Option {
 
 // WithWorkerBuffer sets how many requests may wait in each worker's queue
 // behind the one it runs (0 means one request per worker). Deep queues let
-// a worker keep its core busy while the balancer waits for CPU; on 2 cores
-// depth 64 beat depth 17 on empty tasks (1.05x vs 1.44x pond) and on the
-// requesters' p99.9 cycle (docs/performance.md).
+// a worker keep its core busy while the balancer waits for CPU.
 //
-// Without this option the rings engine starts every worker at 63 and
-// deepens a worker's queue, up to 255, while its tasks are short: as many
-// requests as about 32 µs of its tasks' mean run time. So a batch of empty
-// tasks is handed over in runs up to four times as long (docs/performance.md
-// has the figures), and tasks of half a microsecond or more keep 63.
-// A worker whose tasks turn long keeps its deeper limit until it next
-// publishes its busy time (after at most 64 tasks, or when it goes idle),
-// so up to 255 requests may queue behind the first long ones. Queues
+// The buffer is a worker's most; what it holds is its queue budget's worth
+// of work (WithQueueBudget). Without this option the rings engine's queues
+// may deepen, up to 255 behind the running task, while tasks are short, so
+// a batch of empty tasks is handed over in runs up to four times as long.
+// A worker whose tasks turn long keeps its limit until it next publishes
+// its busy time (after at most 64 tasks, or when it goes idle). Queues
 // deepen only in a dispatcher that New gives at most MaxBuffer/256 (4096)
 // workers, which then holds at most that many, AddWorker and Resize
-// included; with more at New the default is a fixed 63, as with
-// WithWorkerBuffer(63) or on the channel engine.
+// included; with more at New the most is 63, as with WithWorkerBuffer(63)
+// or on the channel engine.
 func WithWorkerBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithWorkerBuffer")
@@ -126,6 +128,34 @@ func WithWorkerBuffer(n int) Option {
 		c.workerBuffer = n
 	})
 }
+
+// WithQueueBudget sets how much work, by its tasks' measured mean run
+// time, a worker's queue may hold: late binding. Requests beyond it wait
+// in the balancer, where the schedule still chooses among them and the
+// strategy picks their worker when one has room. A worker's limit is
+// budget / (mean task time), never less than 2 (the task it runs and the
+// next, so it never waits for the balancer between two) nor more than its
+// queue's depth (WithWorkerBuffer + 1, or 256 where queues deepen). Each
+// worker starts at WithWorkerBuffer + 1 and moves to its limit once it
+// publishes its busy time (after at most 64 tasks, or when it goes idle).
+//
+// The default, DefaultQueueBudget, keeps two 100 µs tasks at a worker, ten
+// of 10 µs and 256 empty ones. 0 turns late binding off: every worker
+// keeps WithWorkerBuffer + 1 requests whatever its tasks take. A negative
+// budget, or one above a second, is refused.
+func WithQueueBudget(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		c.given("WithQueueBudget")
+		if d < 0 || d > time.Second {
+			c.bad("queue budget must be in [0, 1s], got %v", d)
+			return
+		}
+		c.budget = d
+	})
+}
+
+// DefaultQueueBudget is the queue budget without WithQueueBudget.
+const DefaultQueueBudget = 100 * time.Microsecond
 
 // WithCompletionBuffer sets the capacity of the channel engine's
 // completion channel, on which every worker sends one message per finished

@@ -29,6 +29,7 @@ func WithPanicHandler(h func(*PanicError)) Option {
 // worker is never sent to), so a slow handler delays its own worker only.
 func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count func()) {
 	d.panics.Add(1)
+	d.finished(r)
 	pe := &PanicError{Value: v, Stack: stack}
 	answered := false
 	defer func() {
@@ -70,6 +71,7 @@ func (d *Dispatcher[R]) handlePanic(pe *PanicError) {
 // exited answers a request whose task called runtime.Goexit.
 func (d *Dispatcher[R]) exited(r *request[R]) {
 	d.goexits.Add(1)
+	d.finished(r)
 	if r.owner != nil {
 		r.owner.taskFailed(ErrTaskExited)
 	}

@@ -18,10 +18,19 @@ type balancer[R any] struct {
 	batch strategies.BatchDone // nil when strat takes completions one by one
 	links links[R]
 	depth int // most requests a worker's queue holds (its ring's size on rings)
-	// base is the limit a worker starts at, and keeps while its tasks take
-	// half a microsecond or more: depth, unless the queues deepen
-	// (adapt).
-	base int
+	// base is the limit a worker starts at; with a budget, adapt moves it
+	// between lo and depth by the worker's measured task time.
+	base, lo int
+	budget   time.Duration // WithQueueBudget; 0: limits stay at base
+
+	// sched holds the requests taken and not handed out, in the
+	// schedule's order; nil under FIFO, where the engine keeps its own.
+	sched scheduler[R]
+	book  *tenantBook
+	// meanPer is a moving mean of the workers' task times (admission's
+	// estimate); sampleN picks the requests whose wait is recorded.
+	meanPer time.Duration
+	sampleN uint32
 
 	w     []slot
 	room  int // live workers with a positive weight and room for one more
@@ -56,6 +65,8 @@ type links[R any] interface {
 	// replaced after a Goexit.
 	busy(i int) time.Duration
 	replaced() int64
+	// setLimit tells the engine worker i's new limit.
+	setLimit(i, limit int)
 	// recycle keeps an async request the balancer answered itself.
 	recycle(r *request[R])
 	// takeIntake returns every request accepted and not yet received by
@@ -88,8 +99,9 @@ type slot struct {
 	unbilled int           // completions since busySeen last moved
 }
 
-func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth, base int, weights []int) {
-	b.strat, b.links, b.depth, b.base = s, l, depth, base
+func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth, base int, budget time.Duration, weights []int) {
+	b.strat, b.links, b.depth, b.base, b.budget = s, l, depth, base, budget
+	b.lo = min(minLimit, depth)
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.batch, _ = s.(strategies.BatchDone)
 	b.w = make([]slot, len(weights))
@@ -131,7 +143,47 @@ func (b *balancer[R]) freeSlots() int {
 
 // drained reports whether nothing the balancer accepted is still
 // unanswered at it or at a worker.
-func (b *balancer[R]) drained() bool { return b.held == nil && b.total == 0 }
+func (b *balancer[R]) drained() bool {
+	return b.held == nil && b.total == 0 && (b.sched == nil || b.sched.len() == 0)
+}
+
+// take puts r, which the engine took from its intake, in the schedule,
+// noting when for one request in LatencySampleEvery (its wait). Only when
+// there is a schedule.
+func (b *balancer[R]) take(r *request[R]) {
+	b.stamp(r)
+	b.flow(r).queued++
+	b.sched.push(r)
+}
+
+// stamp notes when the balancer took r, for one request in
+// LatencySampleEvery: its worker records the wait from then to its start.
+func (b *balancer[R]) stamp(r *request[R]) {
+	if b.sampleN++; b.sampleN%LatencySampleEvery == 0 {
+		r.took = time.Now().UnixNano()
+	}
+}
+
+// flow returns the stats of r's tenant.
+func (b *balancer[R]) flow(r *request[R]) *flowStats {
+	if r.tenant != nil {
+		return r.tenant.stats
+	}
+	return b.book.def.stats
+}
+
+// next returns the schedule's next request while a worker can take one,
+// or nil.
+func (b *balancer[R]) next() *request[R] {
+	if !b.canTake() {
+		return nil
+	}
+	r := b.sched.pop()
+	if r != nil {
+		b.flow(r).queued--
+	}
+	return r
+}
 
 // dispatch picks a worker for r and sends r to it, or holds r until the
 // picked worker has room: the pick is honoured, never re-routed.
@@ -141,6 +193,9 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 		b.answered++
 		d.replyErrB(r, d.abandon)
 		return
+	}
+	if b.sched == nil {
+		b.stamp(r) // under a schedule, take stamped it
 	}
 	i := b.strat.Pick(r.key)
 	if !b.isLive(i) {
@@ -160,6 +215,8 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 func (b *balancer[R]) send(i int, r *request[R]) {
 	s := &b.w[i]
 	b.links.send(i, r)
+	b.flow(r).dispatched++
+	b.book.classes[r.prio].dispatched++
 	b.pend.add(s.pending, 1)
 	s.pending++
 	b.total++
@@ -187,40 +244,44 @@ func (b *balancer[R]) account(i, n int) {
 		s.busy += int64(busy - s.busySeen)
 		s.busySeen = busy
 		s.unbilled = 0
-		if b.base < b.depth {
+		if b.meanPer == 0 {
+			b.meanPer = s.per
+		} else {
+			b.meanPer += (s.per - b.meanPer) / 8
+		}
+		if b.budget > 0 {
 			b.adapt(i)
 		}
 	}
 }
 
-// queueBudget is how much work, by its tasks' mean run time, a worker's
-// queue may hold beyond base requests when the queues deepen. A variable
-// only so tests under the race detector, whose empty tasks take
-// microseconds, can widen it.
-var queueBudget = 32 * time.Microsecond
+// queueBudget is DefaultQueueBudget, a variable only so tests under the
+// race detector, whose empty tasks take microseconds, can widen it.
+var queueBudget = DefaultQueueBudget
 
-// adapt sets worker i's limit from the mean run time of its tasks: base
-// requests, or as many as fill queueBudget, up to depth. A batch of empty
-// tasks then keeps up to depth requests queued per worker, so the
-// balancer refills a queue and wakes its worker a quarter as often; tasks
-// of half a microsecond or more keep base, so a worker slow from the start
-// holds no more work behind it than before (one whose tasks turn long
-// keeps its limit until it next publishes its busy time: after at most 64
-// tasks, or when it goes idle). The budget is 32 µs because a run's
-// mean, which counts the time the worker's goroutine was descheduled in
-// it, puts an empty task anywhere from 17 to 95 ns on 2 busy cores: at
-// 16 µs the limit fell to 168-238 in one measurement of four.
+// minLimit is the fewest requests a worker's limit falls to: the task it
+// runs and the next, so it does not wait for the balancer between two.
+const minLimit = 2
+
+// adapt sets worker i's limit from the mean run time of its tasks: as
+// many requests as fill the budget, from lo to depth (WithQueueBudget).
+// Requests beyond wait in the balancer, where the schedule can still
+// choose among them and the strategy picks the worker at the last
+// moment. A run's mean counts the time the worker's goroutine was
+// descheduled in it, so an empty task measures anywhere from 17 to 95 ns
+// on 2 busy cores: the default budget still fills any depth with them.
 func (b *balancer[R]) adapt(i int) {
 	s := &b.w[i]
 	want := b.base
 	if s.per > 0 {
-		want = int(min(max(queueBudget/s.per, time.Duration(b.base)), time.Duration(b.depth)))
+		want = int(min(max(b.budget/s.per, time.Duration(b.lo)), time.Duration(b.depth)))
 	}
 	if want == s.limit {
 		return
 	}
 	had := b.hasRoom(i)
 	s.limit = want
+	b.links.setLimit(i, want)
 	if has := b.hasRoom(i); has != had {
 		if has {
 			b.room++

@@ -30,21 +30,34 @@ type request[R any] struct {
 	// it sends r. Nil on the channel engine, which recycles through a
 	// sync.Pool.
 	ret *retRing[R]
-	// owner, if set, hears of the task's failure as it happens (a group,
-	// which cancels its other tasks): the worker tells it without knowing
-	// what it is.
-	owner failureListener
+	// owner, if set, hears of the task's failure as it happens and of its
+	// answer (a group: it cancels its other tasks, and frees a place under
+	// its Limit): the worker tells it without knowing what it is.
+	owner owner
+	// tenant is the flow r belongs to (its group's), nil for the default.
+	tenant *tenant
+	// due and seq order r under ByDeadline (its deadline in Unix ns, and
+	// its arrival); took is when the balancer took r, in Unix ns, for a
+	// sampled request (0 otherwise): its worker records the wait.
+	due  int64
+	seq  uint64
+	took int64
 }
 
 // meta is what a submit says about a request beyond its task: the key a
-// strategy routes it by.
+// strategy routes it by and the class a schedule orders it by.
 type meta struct {
-	key uint64
+	key  uint64
+	prio uint8
 }
 
-// failureListener is told when the task of a request it owns fails: it
-// returned an error, panicked or called runtime.Goexit.
-type failureListener interface{ taskFailed(err error) }
+// owner is told when the task of a request it owns fails (it returned an
+// error, panicked or called runtime.Goexit), and when the request is
+// answered, just before the answer.
+type owner interface {
+	taskFailed(err error)
+	answered()
+}
 
 // reply answers r on the worker that ran it, or hands it back to the
 // balancer when nobody waits for it (Go). The worker must not touch r
@@ -71,6 +84,9 @@ func (d *Dispatcher[R]) replyErr(r *request[R], err error) {
 func (r *request[R]) answer(v R, err error) {
 	// Whoever waits keeps the answer, not the task nor its context.
 	r.res, r.err, r.fn, r.ctx = v, err, nil, nil
+	if r.owner != nil {
+		r.owner.answered()
+	}
 	if r.fut != nil {
 		r.fut.answer()
 		return

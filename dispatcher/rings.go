@@ -28,7 +28,6 @@ type rings[R any] struct {
 	d *Dispatcher[R]
 	workerSet[*worker.Worker[*request[R]]]
 	wake chan struct{} // capacity 1: the balancer's wake-up token
-	base int           // the limit a worker starts at: a worker's done wakes at half
 
 	// Submitters, workers and the balancer write these per request: keep
 	// them off the line above.
@@ -64,10 +63,13 @@ type ringSlot[R any] struct {
 	doneSeen uint64      // the worker's Done() when last reaped
 	dirty    bool        // in rings.dirty
 	ret      *retRing[R] // the worker's finished Go requests
+	// wakeAt is half the worker's limit: the queue length at or below
+	// which its completions wake a balancer waiting for one.
+	wakeAt *atomic.Int32
 }
 
 func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
-	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1), base: base}
+	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1)}
 	e.in.cap = intake
 	if intake == 0 {
 		// Every worker is empty until the balancer says otherwise. Only a
@@ -76,12 +78,14 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 		e.in.free = n * base
 	}
 	cfg := d.workerConfig(depth)
-	cfg.Completed = e.workerDone
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
 		c.Run, c.Stop = d.runner(i) // its own sample counter and index
-		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth)})
+		at := new(atomic.Int32)
+		at.Store(int32(base / 2))
+		c.Completed = func(queued int) { e.workerDone(at, queued) }
+		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at})
 		return worker.New(c)
 	})
 	return e
@@ -140,6 +144,9 @@ func (e *rings[R]) loop() {
 			d.serveControl()
 		}
 		d.observe()
+		if d.admission {
+			b.publishAdmission(&d.adm)
+		}
 		progress := e.reaped()
 		progress = e.drain() || progress
 		e.publish()
@@ -202,6 +209,7 @@ func (e *rings[R]) park() {
 		in.offer()
 	}
 	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
+		(b.sched != nil && b.sched.len() > 0) ||
 		len(in.waitq) > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)
 	state := parkedIdle
 	if needComp {
@@ -272,9 +280,23 @@ func (e *rings[R]) reaped() bool {
 	return any
 }
 
-// drain dispatches the backlog while requests can go somewhere.
+// drain dispatches the backlog while requests can go somewhere. Under a
+// schedule it first moves the whole backlog into it, so the schedule
+// chooses among everything taken.
 func (e *rings[R]) drain() bool {
 	d, b := e.d, &e.d.b
+	if b.sched != nil {
+		took := e.next < len(e.backlog)
+		for ; e.next < len(e.backlog); e.next++ {
+			b.take(e.backlog[e.next])
+			e.backlog[e.next] = nil
+		}
+		for r := b.next(); r != nil; r = b.next() {
+			d.dispatch(r)
+			took = true
+		}
+		return took
+	}
 	start := e.next
 	for e.next < len(e.backlog) && b.canTake() {
 		r := e.backlog[e.next]
@@ -292,8 +314,8 @@ func (e *rings[R]) drain() bool {
 // instead of one per task while every worker is saturated, and the worker
 // still has half a queue to run while the balancer gets a core. The worker
 // reaches that point without help, so no wake-up is lost.
-func (e *rings[R]) workerDone(queued int) {
-	if e.state.Load() == parkedNeedComp && queued <= e.base/2 &&
+func (e *rings[R]) workerDone(wakeAt *atomic.Int32, queued int) {
+	if e.state.Load() == parkedNeedComp && queued <= int(wakeAt.Load()) &&
 		e.state.CompareAndSwap(parkedNeedComp, running) {
 		e.wake <- struct{}{}
 	}
@@ -307,6 +329,8 @@ func (e *rings[R]) kick() {
 		e.wake <- struct{}{}
 	}
 }
+
+func (e *rings[R]) setLimit(i, limit int) { e.w[i].wakeAt.Store(int32(limit / 2)) }
 
 // recycleAsync: a worker hands every Go request back through its return
 // ring (reply), which the balancer set when it sent it; this is never

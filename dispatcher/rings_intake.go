@@ -190,5 +190,8 @@ func (e *rings[R]) intakeStats() (queued, blocked int) {
 	in.mu.Lock()
 	queued, blocked = len(in.q)+len(e.backlog)-e.next, len(in.waitq)
 	in.mu.Unlock()
+	if s := e.d.b.sched; s != nil {
+		queued += s.len()
+	}
 	return queued, blocked
 }

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -47,6 +48,25 @@ type Stats struct {
 
 	// Latency: percentiles of the tasks' run times, from a sample.
 	Latency LatencyStats
+
+	// Tenants has a line per tenant name: DefaultTenant for requests
+	// outside groups, then the groups' names (Tenant; "group" for groups
+	// without one) in the order first used. Classes has a line per
+	// priority class, 0 to MaxPriority.
+	Tenants, Classes []FlowStats
+}
+
+// FlowStats describes the requests of one tenant or one priority class.
+type FlowStats struct {
+	Name       string // the tenant's name, or the class ("0" to "7")
+	Queued     int    // waiting in the balancer's schedule (0 under FIFO, which keeps none)
+	Dispatched int64  // handed to a worker
+	Running    int64  // handed to a worker and not finished
+	Completed  int64  // finished at a worker (ran, or answered there without running)
+	Refused    int64  // refused at submit by WithDeadlineAdmission
+	// Wait: from the balancer taking a request to its start at a worker,
+	// from a sample (one request in LatencySampleEvery).
+	Wait LatencyStats
 }
 
 // Stats returns a snapshot taken by the balancer goroutine, or the final
@@ -86,6 +106,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}
 	s.Queued, s.Blocked = d.eng.intakeStats()
+	s.Tenants, s.Classes = d.book.snapshot(b.completed)
 	var live int
 	var s1, s2 float64
 	for i, w := range b.w {
@@ -141,4 +162,41 @@ func (ps *pendingStats) run() (mean, stddev float64) {
 	}
 	e := float64(ps.events)
 	return ps.sumMean / e, math.Sqrt(math.Max(0, ps.sumVar/e))
+}
+
+// snapshot reports every tenant and class. The default tenant and class 0
+// are not counted as their requests finish (that would cost every plain
+// request an atomic add): they get what the others leave of completed.
+// Balancer goroutine only (queued and dispatched are its own).
+func (b *tenantBook) snapshot(completed int64) (tenants, classes []FlowStats) {
+	b.mu.Lock()
+	names := slices.Clone(b.order)
+	stats := make([]*flowStats, len(names))
+	for i, n := range names {
+		stats[i] = b.names[n]
+	}
+	b.mu.Unlock()
+	line := func(name string, f *flowStats) FlowStats {
+		return FlowStats{Name: name, Queued: f.queued, Dispatched: f.dispatched,
+			Completed: f.completed.Load(), Refused: f.refused.Load(), Wait: f.wait.stats()}
+	}
+	finish := func(lines []FlowStats) {
+		rest := completed
+		for i := 1; i < len(lines); i++ {
+			rest -= lines[i].Completed
+		}
+		lines[0].Completed = max(rest, 0)
+		for i := range lines {
+			lines[i].Running = max(lines[i].Dispatched-lines[i].Completed, 0)
+		}
+	}
+	for i, n := range names {
+		tenants = append(tenants, line(n, stats[i]))
+	}
+	finish(tenants)
+	for p := range b.classes {
+		classes = append(classes, line(strconv.Itoa(p), &b.classes[p]))
+	}
+	finish(classes)
+	return tenants, classes
 }

@@ -1,13 +1,16 @@
 package dispatcher
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Do submits fn and waits for its answer: fn's value and error, a
 // *PanicError, ErrTaskExited, or ctx's error if ctx ends first (fn then
 // never starts if it had not). It blocks while there is no room (backpressure)
 // and returns ErrClosed once Close has begun. Do allocates nothing.
 func (d *Dispatcher[R]) Do(ctx context.Context, fn Task[R]) (R, error) {
-	return d.do(ctx, 0, fn)
+	return d.do(ctx, meta{}, fn)
 }
 
 // Submit submits fn and returns its Future without waiting for the answer.
@@ -15,7 +18,7 @@ func (d *Dispatcher[R]) Do(ctx context.Context, fn Task[R]) (R, error) {
 // nothing when it reuses a Future handed back by Release, two small
 // objects otherwise.
 func (d *Dispatcher[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
-	return d.submit(ctx, 0, fn, true)
+	return d.submit(ctx, meta{}, fn, true)
 }
 
 // TrySubmit is Submit that never waits for room: it returns ErrBusy when
@@ -24,7 +27,7 @@ func (d *Dispatcher[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], err
 // waiting, and TrySubmit waits for the balancer to receive the request
 // (microseconds) while that holds.
 func (d *Dispatcher[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
-	return d.submit(ctx, 0, fn, false)
+	return d.submit(ctx, meta{}, fn, false)
 }
 
 // Go submits fn and returns without waiting: fn's value and error are
@@ -34,25 +37,40 @@ func (d *Dispatcher[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], 
 // allocates nothing: it suits batches where the task itself records its
 // outcome.
 func (d *Dispatcher[R]) Go(ctx context.Context, fn Task[R]) error {
-	return d.goKey(ctx, 0, fn)
+	return d.goMeta(ctx, meta{}, fn)
 }
 
-func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error {
-	if err := d.check(ctx, fn); err != nil {
+func (d *Dispatcher[R]) goMeta(ctx context.Context, m meta, fn Task[R]) error {
+	if err := d.check(ctx, fn, m); err != nil {
 		return err
 	}
-	return d.eng.enqueueGo(ctx, meta{key: key}, fn)
+	if !d.admission {
+		return d.eng.enqueueGo(ctx, m, fn)
+	}
+	if err := d.admitGo(ctx, m); err != nil {
+		return err
+	}
+	err := d.eng.enqueueGo(ctx, m, fn)
+	if err != nil {
+		d.adm.accepted.Add(-1)
+	}
+	return err
 }
 
-// Keyed submits requests carrying a routing key, which affinity strategies
-// (consistent-hash, bounded-hash) use to send equal keys to the same worker.
+// View submits requests carrying a routing key, a priority class, or
+// both; make one with Dispatcher.Key or Dispatcher.Priority, and compose:
+// d.Key(k).Priority(p).
 //
-// Under consistent-hash, requests with one key go to one worker while the
-// workers stay the same, and one requester's requests with a key run in
-// the order it submitted them: the balancer takes requests in order and a
-// worker runs its queue in order. Adding, removing or re-weighting a
-// worker may move the key; requests still queued at its old worker may
-// then run after the first ones at the new.
+// Keys: affinity strategies (consistent-hash, bounded-hash) send equal
+// keys to the same worker. Under consistent-hash, requests with one key
+// go to one worker while the workers stay the same, and one requester's
+// requests with a key run in the order it submitted them, within one
+// priority class and one tenant (a schedule orders only across those;
+// ByDeadline orders by deadline first): the balancer hands requests of a
+// class and tenant out in order and a worker runs its queue in order.
+// Adding, removing or re-weighting a worker may move the key; requests
+// still queued at its old worker may then run after the first ones at
+// the new.
 //
 // Under bounded-hash a key goes to that worker only while the worker is
 // under its load bound; when it is at the bound, the request goes on to
@@ -60,31 +78,72 @@ func (d *Dispatcher[R]) goKey(ctx context.Context, key uint64, fn Task[R]) error
 // submitted faster than it is served spreads over several workers, and
 // its requests keep their order only when the requester waits for each
 // answer before submitting the next (Do, or Submit then Wait).
-type Keyed[R any] struct {
-	d   *Dispatcher[R]
-	key uint64
+type View[R any] struct {
+	d *Dispatcher[R]
+	m meta
 }
+
+// Keyed is the view Dispatcher.Key returns.
+type Keyed[R any] = View[R]
 
 // Key returns a view of d whose requests carry the routing key k.
-func (d *Dispatcher[R]) Key(k uint64) Keyed[R] { return Keyed[R]{d: d, key: k} }
+func (d *Dispatcher[R]) Key(k uint64) View[R] { return View[R]{d: d, m: meta{key: k}} }
 
-// Do is Dispatcher.Do with the view's key.
-func (k Keyed[R]) Do(ctx context.Context, fn Task[R]) (R, error) { return k.d.do(ctx, k.key, fn) }
+// Priority returns a view of d whose requests are of priority class p, 0
+// (the default) to MaxPriority, which the ByPriority schedule orders by.
+// Under another schedule a class other than 0 is refused with
+// ErrWrongSchedule, and a class out of range with ErrBadOption, by every
+// submit of the view.
+func (d *Dispatcher[R]) Priority(p int) View[R] { return View[R]{d: d}.Priority(p) }
 
-// Submit is Dispatcher.Submit with the view's key.
-func (k Keyed[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
-	return k.d.submit(ctx, k.key, fn, true)
+// Key returns the view with routing key k.
+func (v View[R]) Key(k uint64) View[R] { v.m.key = k; return v }
+
+// Priority returns the view with priority class p.
+func (v View[R]) Priority(p int) View[R] { v.m.prio = classOf(p); return v }
+
+// Do is Dispatcher.Do with the view's key and class.
+func (v View[R]) Do(ctx context.Context, fn Task[R]) (R, error) { return v.d.do(ctx, v.m, fn) }
+
+// Submit is Dispatcher.Submit with the view's key and class.
+func (v View[R]) Submit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return v.d.submit(ctx, v.m, fn, true)
 }
 
-// Go is Dispatcher.Go with the view's key.
-func (k Keyed[R]) Go(ctx context.Context, fn Task[R]) error { return k.d.goKey(ctx, k.key, fn) }
+// Go is Dispatcher.Go with the view's key and class.
+func (v View[R]) Go(ctx context.Context, fn Task[R]) error { return v.d.goMeta(ctx, v.m, fn) }
 
-// TrySubmit is Dispatcher.TrySubmit with the view's key.
-func (k Keyed[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
-	return k.d.submit(ctx, k.key, fn, false)
+// TrySubmit is Dispatcher.TrySubmit with the view's key and class.
+func (v View[R]) TrySubmit(ctx context.Context, fn Task[R]) (*Future[R], error) {
+	return v.d.submit(ctx, v.m, fn, false)
 }
 
-func (d *Dispatcher[R]) check(ctx context.Context, fn Task[R]) error {
+// badClass marks a priority class out of range, refused at submit.
+const badClass = 255
+
+func classOf(p int) uint8 {
+	if p < 0 || p > MaxPriority {
+		return badClass
+	}
+	return uint8(p)
+}
+
+// enqueue refuses what admission refuses, then hands r to the engine.
+func (d *Dispatcher[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	if !d.admission {
+		return d.eng.enqueue(ctx, r, block)
+	}
+	if err := d.admit(ctx, r); err != nil {
+		return err
+	}
+	err := d.eng.enqueue(ctx, r, block)
+	if err != nil {
+		d.adm.accepted.Add(-1)
+	}
+	return err
+}
+
+func (d *Dispatcher[R]) check(ctx context.Context, fn Task[R], m meta) error {
 	if !d.made() {
 		return ErrNotStarted
 	}
@@ -94,18 +153,26 @@ func (d *Dispatcher[R]) check(ctx context.Context, fn Task[R]) error {
 	if fn == nil {
 		return ErrNilTask
 	}
+	if m.prio != 0 {
+		if m.prio == badClass {
+			return fmt.Errorf("%w: priority class out of range [0, %d]", ErrBadOption, MaxPriority)
+		}
+		if d.schedule != ByPriority {
+			return fmt.Errorf("%w: %w: priority class %d needs WithSchedule(ByPriority), not %v", ErrBadOption, ErrWrongSchedule, m.prio, d.schedule)
+		}
+	}
 	// A context already done: the task never runs.
 	return ctx.Err()
 }
 
-func (d *Dispatcher[R]) do(ctx context.Context, key uint64, fn Task[R]) (R, error) {
+func (d *Dispatcher[R]) do(ctx context.Context, m meta, fn Task[R]) (R, error) {
 	var zero R
-	if err := d.check(ctx, fn); err != nil {
+	if err := d.check(ctx, fn, m); err != nil {
 		return zero, err
 	}
 	r := d.reqs.Get().(*request[R])
-	r.ctx, r.fn, r.key = ctx, fn, key
-	if err := d.eng.enqueue(ctx, r, true); err != nil {
+	r.ctx, r.fn, r.meta = ctx, fn, m
+	if err := d.enqueue(ctx, r, true); err != nil {
 		d.release(r)
 		return zero, err
 	}
@@ -138,14 +205,14 @@ func (d *Dispatcher[R]) release(r *request[R]) {
 	d.reqs.Put(r)
 }
 
-func (d *Dispatcher[R]) submit(ctx context.Context, key uint64, fn Task[R], block bool) (*Future[R], error) {
-	if err := d.check(ctx, fn); err != nil {
+func (d *Dispatcher[R]) submit(ctx context.Context, m meta, fn Task[R], block bool) (*Future[R], error) {
+	if err := d.check(ctx, fn, m); err != nil {
 		return nil, err
 	}
 	f := d.futures.Get().(*Future[R])
 	f.state.Store(0)
-	f.r.ctx, f.r.fn, f.r.key = ctx, fn, key
-	if err := d.eng.enqueue(ctx, &f.r, block); err != nil {
+	f.r.ctx, f.r.fn, f.r.meta = ctx, fn, m
+	if err := d.enqueue(ctx, &f.r, block); err != nil {
 		f.putBack()
 		return nil, err
 	}

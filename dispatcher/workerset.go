@@ -73,12 +73,17 @@ func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func(
 // clock. (A random draw per task to pick the sample cost a batch of empty
 // Go tasks 14%, benchstat n=10; the per-worker count costs nothing seen.)
 func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexer) {
+	if r.took != 0 {
+		d.waited(r)
+	}
 	if d.life.Load() >= lifeAbandoning {
+		d.finished(r)
 		count()
 		d.replyErr(r, d.abandon)
 		return
 	}
 	if err := r.ctx.Err(); err != nil {
+		d.finished(r)
 		count()
 		d.canceled.Add(1)
 		d.replyErr(r, err)
@@ -103,6 +108,7 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 	if err != nil && r.owner != nil {
 		r.owner.taskFailed(err)
 	}
+	d.finished(r)
 	count()
 	waited := !r.async
 	d.reply(r, v, err)
@@ -113,6 +119,31 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 		// the 10 ms preemption. Yielding puts the worker at the back of the
 		// global queue instead, so requesters queued on this P take turns.
 		runtime.Gosched()
+	}
+}
+
+// waited records how long sampled request r waited from the balancer
+// taking it to its start, for its tenant and its class.
+func (d *Dispatcher[R]) waited(r *request[R]) {
+	w := time.Duration(time.Now().UnixNano() - r.took)
+	r.took = 0
+	t := r.tenant
+	if t == nil {
+		t = d.book.def
+	}
+	t.stats.wait.record(w)
+	d.book.classes[r.prio].wait.record(w)
+}
+
+// finished counts r's completion for its tenant and class; the default
+// tenant's and class 0's are what the others leave of the total, so the
+// common request pays nothing here.
+func (d *Dispatcher[R]) finished(r *request[R]) {
+	if r.tenant != nil {
+		r.tenant.stats.completed.Add(1)
+	}
+	if r.prio != 0 {
+		d.book.classes[r.prio].completed.Add(1)
 	}
 }
 

@@ -1,0 +1,126 @@
+package dispatcher
+
+import (
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// fairQueue is Fair: a FIFO per tenant, and the swrr strategy over the
+// tenants waiting, weighted by their shares, to pick which hands out
+// next. The default tenant is swrr's member 0 for good (weight 0 while
+// it has nothing waiting); a group's tenant joins when its first request
+// arrives and leaves when swrr picks it with nothing waiting, so swrr's
+// members are the tenants waiting plus at most those that stopped since
+// their last turn, and its bound (each within 2 of its share) holds
+// among the tenants waiting.
+type fairQueue[R any] struct {
+	w     *strategies.SWRR
+	flows []fairFlow[R] // by swrr member index; t is nil for a free index
+	def   *tenant
+	defOn bool // the default tenant's weight is positive in w
+	n     int
+}
+
+type fairFlow[R any] struct {
+	t *tenant
+	q fifo[R]
+}
+
+// forgetter is a strategy that can reuse a removed member's index once
+// told it will hear no more of it.
+type forgetter interface{ Forget(i int) error }
+
+func newFairQueue[R any](book *tenantBook) *fairQueue[R] {
+	w, err := strategies.NewSWRR([]int{book.def.share})
+	if err != nil {
+		panic("dispatcher: the default tenant's share was refused: " + err.Error()) // share 1: cannot happen
+	}
+	book.def.member = 0
+	return &fairQueue[R]{w: w, flows: []fairFlow[R]{{t: book.def}}, def: book.def, defOn: true}
+}
+
+func (q *fairQueue[R]) push(r *request[R]) {
+	t := r.tenant
+	if t == nil {
+		t = q.def
+	}
+	switch {
+	case t == q.def:
+		if !q.defOn {
+			_ = q.w.SetWeight(0, t.share) // raising a weight is never refused
+			q.defOn = true
+		}
+	case t.member < 0:
+		i, err := q.w.Add(t.share)
+		if err != nil {
+			// Shares are checked when the group is made; a refusal here
+			// would be swrr's size limit: serve it as the default tenant
+			// rather than lose it.
+			t = q.def
+			if !q.defOn {
+				_ = q.w.SetWeight(0, t.share)
+				q.defOn = true
+			}
+			break
+		}
+		for len(q.flows) <= i {
+			q.flows = append(q.flows, fairFlow[R]{})
+		}
+		q.flows[i].t, t.member = t, i
+	}
+	q.flows[t.member].q.push(r)
+	q.n++
+}
+
+func (q *fairQueue[R]) pop() *request[R] {
+	if q.n == 0 {
+		return nil
+	}
+	for {
+		i := q.w.Pick(0)
+		f := &q.flows[i]
+		if r := f.q.pop(); r != nil {
+			q.n--
+			return r
+		}
+		// Nothing waiting: out of the share. Never the last positive
+		// weight, since a tenant waiting has one.
+		if i == 0 {
+			if q.w.SetWeight(0, 0) != nil {
+				return q.scan()
+			}
+			q.defOn = false
+			continue
+		}
+		if q.w.Remove(i) != nil {
+			return q.scan()
+		}
+		if fg, ok := any(q.w).(forgetter); ok {
+			// The index may come back with the next tenant to join.
+			_ = fg.Forget(i)
+		}
+		f.t.member, f.t, f.q = -1, nil, fifo[R]{}
+	}
+}
+
+// scan serves the first tenant waiting: unreachable while swrr keeps its
+// contract, and never loses a request if it does not.
+func (q *fairQueue[R]) scan() *request[R] {
+	for i := range q.flows {
+		if r := q.flows[i].q.pop(); r != nil {
+			q.n--
+			return r
+		}
+	}
+	return nil
+}
+
+func (q *fairQueue[R]) len() int { return q.n }
+
+func (q *fairQueue[R]) takeAll() []*request[R] {
+	var all []*request[R]
+	for i := range q.flows {
+		all = append(all, q.flows[i].q.takeAll()...)
+	}
+	q.n = 0
+	return all
+}

@@ -1,0 +1,349 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/strategies"
+)
+
+// schedReq is a hand-made request for driving a schedule's queue directly:
+// its value res is its id, so pops can be checked against a model.
+func schedReq(ctx context.Context, id int, prio int, t *tenant) *request[int] {
+	r := &request[int]{ctx: ctx, tenant: t}
+	r.prio = uint8(prio)
+	r.res = id
+	return r
+}
+
+// TestPriorityQueueFIFOWithinClass: requests of one class come out in the
+// order they went in, whatever the other classes do.
+func TestPriorityQueueFIFOWithinClass(t *testing.T) {
+	q := newPriorityQueue[int]()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 400
+	for id := range n {
+		q.push(schedReq(context.Background(), id, rng.IntN(MaxPriority+1), nil))
+	}
+	require.Equal(t, n, q.len())
+	last := make([]int, MaxPriority+1)
+	for p := range last {
+		last[p] = -1
+	}
+	seen := map[int]bool{}
+	for range n {
+		r := q.pop()
+		require.NotNil(t, r)
+		require.Greater(t, r.res, last[r.prio], "class %d out of FIFO order", r.prio)
+		last[r.prio] = r.res
+		require.False(t, seen[r.res], "request %d popped twice", r.res)
+		seen[r.res] = true
+	}
+	require.Nil(t, q.pop())
+	require.Zero(t, q.len())
+}
+
+// TestPriorityQueueNoStarvationUnderClass7: with class 7 always backlogged,
+// a class-0 request arriving at any point of swrr's cycle is popped within
+// 3·129 pops, the bound the ByPriority doc states.
+func TestPriorityQueueNoStarvationUnderClass7(t *testing.T) {
+	const bound = 3 * 129
+	for offset := range 140 { // past one swrr cycle (129)
+		q := newPriorityQueue[int]()
+		id := 0
+		push7 := func() { q.push(schedReq(context.Background(), id, 7, nil)); id++ }
+		for range 4 {
+			push7()
+		}
+		for range offset {
+			r := q.pop()
+			require.NotNil(t, r)
+			require.EqualValues(t, 7, r.prio)
+			push7()
+		}
+		q.push(schedReq(context.Background(), -1, 0, nil))
+		found := 0
+		for pops := 1; pops <= bound; pops++ {
+			r := q.pop()
+			require.NotNil(t, r)
+			if r.prio == 0 {
+				require.Equal(t, -1, r.res)
+				found = pops
+				break
+			}
+			push7()
+		}
+		require.NotZero(t, found, "offset %d: class 0 not popped within %d pops", offset, bound)
+	}
+}
+
+// TestPriorityQueueNoStarvationAllClasses: with all eight classes kept
+// backlogged, class 0's head is popped within 3·255 pops, first and every
+// time after.
+func TestPriorityQueueNoStarvationAllClasses(t *testing.T) {
+	const bound = 3 * 255
+	q := newPriorityQueue[int]()
+	id := 0
+	for p := range MaxPriority + 1 {
+		for range 2 {
+			q.push(schedReq(context.Background(), id, p, nil))
+			id++
+		}
+	}
+	since, class0 := 0, 0
+	for range 20 * 255 {
+		r := q.pop()
+		require.NotNil(t, r)
+		since++
+		if r.prio == 0 {
+			class0++
+			since = 0
+		}
+		require.LessOrEqual(t, since, bound, "class 0's head waited more than %d pops", bound)
+		q.push(schedReq(context.Background(), id, int(r.prio), nil)) // keep its class backlogged
+		id++
+	}
+	require.Greater(t, class0, 10)
+	require.Equal(t, 16, q.len())
+	require.Len(t, q.takeAll(), 16)
+	require.Zero(t, q.len())
+	require.Nil(t, q.pop())
+}
+
+// TestDeadlineQueueOrder: earliest deadline first; equal deadlines and
+// requests without one keep FIFO order; those without one go after every
+// request with one.
+func TestDeadlineQueueOrder(t *testing.T) {
+	base := time.Now().Add(time.Hour)
+	ctxAt := func(off int) context.Context {
+		ctx, cancel := context.WithDeadline(context.Background(), base.Add(time.Duration(off)*time.Millisecond))
+		t.Cleanup(cancel)
+		return ctx
+	}
+	q := new(deadlineQueue[int])
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 300
+	offs := make([]int, n) // -1: no deadline
+	for id := range n {
+		ctx := context.Background()
+		offs[id] = -1
+		if rng.IntN(4) != 0 {
+			offs[id] = rng.IntN(20) // many ties
+			ctx = ctxAt(offs[id])
+		}
+		q.push(schedReq(ctx, id, 0, nil))
+	}
+	require.Equal(t, n, q.len())
+	prevOff, prevID, noneSeen := -1, -1, false
+	for range n {
+		r := q.pop()
+		require.NotNil(t, r)
+		off := offs[r.res]
+		if off < 0 {
+			if noneSeen {
+				require.Greater(t, r.res, prevID, "no-deadline requests out of FIFO order")
+			}
+			noneSeen, prevID = true, r.res
+			continue
+		}
+		require.False(t, noneSeen, "request %d with a deadline after one without", r.res)
+		require.GreaterOrEqual(t, off, prevOff, "deadline order broken at %d", r.res)
+		if off == prevOff {
+			require.Greater(t, r.res, prevID, "equal deadlines out of FIFO order")
+		}
+		prevOff, prevID = off, r.res
+	}
+	require.Nil(t, q.pop())
+	require.Zero(t, q.len())
+
+	// takeAll returns both parts.
+	q.push(schedReq(ctxAt(1), 1, 0, nil))
+	q.push(schedReq(context.Background(), 2, 0, nil))
+	require.Len(t, q.takeAll(), 2)
+	require.Zero(t, q.len())
+	require.Nil(t, q.pop())
+}
+
+// fairTenants makes n tenants with the given shares; tenant 0 is the
+// default one when withDefault (its share is then 1).
+func fairTenants(book *tenantBook, shares []int, withDefault bool) []*tenant {
+	ts := make([]*tenant, len(shares))
+	for i, w := range shares {
+		if i == 0 && withDefault {
+			ts[i] = book.def
+			continue
+		}
+		ts[i] = &tenant{share: w, member: -1, stats: book.named(fmt.Sprintf("t%d", i))}
+	}
+	return ts
+}
+
+// fairLag pushes per requests for each tenant in a random order, pops
+// while every tenant is still backlogged, and returns the picks' MaxLag
+// over the shares; it also checks FIFO within each tenant.
+func fairLag(t testing.TB, shares []int, withDefault bool, per int, rng *rand.Rand) float64 {
+	book := newTenantBook()
+	ts := fairTenants(book, shares, withDefault)
+	q := newFairQueue[int](book)
+	index := map[*tenant]int{}
+	for i, tn := range ts {
+		index[tn] = i
+	}
+	var order []int
+	for i := range ts {
+		for range per {
+			order = append(order, i)
+		}
+	}
+	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	left := make([]int, len(ts))
+	for id, i := range order {
+		tn := ts[i]
+		if tn == book.def {
+			tn = nil // the default tenant's requests carry none
+		}
+		q.push(schedReq(context.Background(), id, 0, tn))
+		left[i]++
+	}
+	last := make([]int, len(ts))
+	for i := range last {
+		last[i] = -1
+	}
+	var picks []int
+	for {
+		r := q.pop()
+		require.NotNil(t, r)
+		tn := r.tenant
+		if tn == nil {
+			tn = book.def
+		}
+		i, ok := index[tn]
+		require.True(t, ok, "request %d of an unknown tenant", r.res)
+		require.Equal(t, i, order[r.res], "request %d popped as another tenant's", r.res)
+		require.Greater(t, r.res, last[i], "tenant %d out of FIFO order", i)
+		last[i] = r.res
+		picks = append(picks, i)
+		left[i]--
+		if left[i] == 0 {
+			break
+		}
+	}
+	return strategies.MaxLag(shares, picks)
+}
+
+// TestFairQueueLag: tenants with shares all backlogged are served within 2
+// of their share, with and without the default tenant among them.
+func TestFairQueueLag(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for run := range 60 {
+		n := 2 + rng.IntN(5)
+		shares := make([]int, n)
+		for i := range shares {
+			shares[i] = 1 + rng.IntN(10)
+		}
+		withDefault := run%2 == 0
+		if withDefault {
+			shares[0] = 1
+		}
+		lag := fairLag(t, shares, withDefault, 40, rng)
+		require.Less(t, lag, 2.0, "shares %v (default tenant %v)", shares, withDefault)
+	}
+}
+
+// TestFairQueueJoinLeave: tenants that empty, leave and come back never
+// lose, duplicate or reorder a request, against a model of per-tenant
+// FIFOs.
+func TestFairQueueJoinLeave(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for run := range 12 {
+		book := newTenantBook()
+		shares := []int{1, 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5)}
+		ts := fairTenants(book, shares, true)
+		q := newFairQueue[int](book)
+		model := make([][]int, len(ts))
+		owner := map[int]int{}
+		id, total := 0, 0
+		pop := func() {
+			r := q.pop()
+			if total == 0 {
+				require.Nil(t, r)
+				return
+			}
+			require.NotNil(t, r, "run %d: %d waiting but pop returned nil", run, total)
+			i, ok := owner[r.res]
+			require.True(t, ok, "run %d: request %d popped twice or never pushed", run, r.res)
+			delete(owner, r.res)
+			require.NotEmpty(t, model[i])
+			require.Equal(t, model[i][0], r.res, "run %d: tenant %d out of FIFO order", run, i)
+			model[i] = model[i][1:]
+			total--
+		}
+		for range 1500 {
+			switch op := rng.IntN(10); {
+			case op < 5:
+				// Pushes favour a few tenants at a time so others empty and leave.
+				i := rng.IntN(len(ts))
+				if rng.IntN(3) != 0 {
+					i = rng.IntN(2)
+				}
+				tn := ts[i]
+				if i == 0 {
+					tn = nil
+				}
+				q.push(schedReq(context.Background(), id, 0, tn))
+				model[i] = append(model[i], id)
+				owner[id] = i
+				id++
+				total++
+			default:
+				pop()
+			}
+			require.Equal(t, total, q.len())
+		}
+		if run%2 == 0 {
+			all := q.takeAll()
+			require.Len(t, all, total)
+			for _, r := range all {
+				_, ok := owner[r.res]
+				require.True(t, ok)
+				delete(owner, r.res)
+			}
+			total = 0
+			require.Nil(t, q.pop())
+		} else {
+			for total > 0 {
+				pop()
+			}
+			require.Nil(t, q.pop())
+		}
+		require.Empty(t, owner, "run %d: requests lost", run)
+		require.Zero(t, q.len())
+	}
+}
+
+// FuzzFairLag: random shares (1..10), tenant counts (2..6) and push orders
+// of backlogged requests: among tenants that stay backlogged, MaxLag < 2.
+func FuzzFairLag(f *testing.F) {
+	f.Add(uint64(1), uint8(2), false)
+	f.Add(uint64(2), uint8(6), true)
+	f.Add(uint64(3), uint8(4), false)
+	f.Add(uint64(4), uint8(5), true)
+	f.Fuzz(func(t *testing.T, seed uint64, count uint8, withDefault bool) {
+		rng := rand.New(rand.NewPCG(seed, uint64(count)))
+		n := 2 + int(count)%5
+		shares := make([]int, n)
+		for i := range shares {
+			shares[i] = 1 + rng.IntN(10)
+		}
+		if withDefault {
+			shares[0] = 1
+		}
+		lag := fairLag(t, shares, withDefault, 30, rng)
+		require.Less(t, lag, 2.0, "shares %v (default tenant %v)", shares, withDefault)
+	})
+}

@@ -214,9 +214,11 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 // send hands r to worker i and counts it pending.
 func (b *balancer[R]) send(i int, r *request[R]) {
 	s := &b.w[i]
-	b.links.send(i, r)
+	// Counted before the hand-off: from then on r is its worker's, which
+	// may answer it and see it reused before send returns.
 	b.flow(r).dispatched++
 	b.book.classes[r.prio].dispatched++
+	b.links.send(i, r)
 	b.pend.add(s.pending, 1)
 	s.pending++
 	b.total++

@@ -19,12 +19,16 @@ type config struct {
 	strategy                      string
 	weights                       []int
 	speeds                        []float64
-	workerBuffer                  int                 // the first of workerBuffers: the single run's value
-	workerBuffers                 []int               // -worker-buffer; two or more values run rounds
-	engine                        dispatcher.Engine   // the first of engines
-	engines                       []dispatcher.Engine // -engine; two or more values run rounds
-	completion                    int                 // the first of completions; -1: not given
-	completions                   []int               // -completion-buffer (channel engine only); nil: not given
+	workerBuffer                  int                   // the first of workerBuffers: the single run's value
+	workerBuffers                 []int                 // -worker-buffer; two or more values run rounds
+	engine                        dispatcher.Engine     // the first of engines
+	engines                       []dispatcher.Engine   // -engine; two or more values run rounds
+	completion                    int                   // the first of completions; -1: not given
+	completions                   []int                 // -completion-buffer (channel engine only); nil: not given
+	schedule                      dispatcher.Schedule   // the first of schedules
+	schedules                     []dispatcher.Schedule // -schedule; two or more values run rounds
+	scenario                      string                // -scenario: "" (the requesters) or "tenants"
+	duration                      time.Duration         // -duration: the tenants scenario's run per schedule
 	work                          time.Duration
 	dist                          string
 	seed                          uint64
@@ -48,6 +52,7 @@ const (
 	defRequests   = 10000
 	defWork       = 100 * time.Microsecond
 	defRounds     = 5
+	defDuration   = time.Second // the tenants scenario's, per schedule
 )
 
 // parseConfig parses args with the standard flag package. Errors are one
@@ -68,6 +73,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	workerBuffer := fs.String("worker-buffer", "16", "requests that may wait in each worker's queue behind the one it runs, below 2^20\n(and all queues together at most 2^20); the demo's default, 16, is not the\nlibrary's (63); a list such as 0,15,63 measures each value in interleaved -rounds")
 	engine := fs.String("engine", dispatcher.DefaultEngine.String(), "how requests travel to the workers and back: channels (Pike's design: a request\nchannel, a channel per worker, a completion channel) or rings; a list such as\nchannels,rings measures each in interleaved -rounds")
 	completion := fs.String("completion-buffer", "", "capacity of the channel engine's completion channel (needs -engine channels;\n0: unbuffered, as in Pike's design; default: workers × (worker buffer + 1), a slot per\npending request); a list such as 0,64 measures each value in interleaved -rounds")
+	schedule := fs.String("schedule", dispatcher.DefaultSchedule.String(), "what the balancer hands out next: fifo, priority, deadline or fair; a list such as\nfifo,fair measures each in interleaved -rounds (with -scenario tenants: one report\nline per tenant per schedule)")
+	fs.StringVar(&c.scenario, "scenario", "", "a built-in workload instead of the requesters: tenants (a saturating background\ngroup and an interactive tenant sending a group of 3 tasks every 10ms; see -schedule)")
+	fs.DurationVar(&c.duration, "duration", defDuration, "with -scenario tenants: how long each schedule runs (a list's rounds share it)")
 	fs.DurationVar(&c.work, "work", defWork, "mean CPU work per request, at most 1s (a busy loop, not a sleep)")
 	fs.StringVar(&c.dist, "dist", "exp", "distribution of the work: const, uniform (0 to 2×work) or exp")
 	seed := fs.Uint64("seed", 1, "seed of the workload, the faults and the strategy: same seed, same run")
@@ -134,6 +142,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	if c.completions != nil {
 		c.completion = c.completions[0]
 	}
+	if c.schedules, err = parseSchedules(*schedule); err != nil {
+		return nil, err
+	}
+	c.schedule = c.schedules[0]
 	if c.compare, err = parseNames(*cmp); err != nil {
 		return nil, err
 	}
@@ -227,7 +239,7 @@ func (c *config) validate(set map[string]bool) error {
 	// Modes exclude each other: say so rather than ignore a flag.
 	if c.picks > 0 {
 		for _, f := range []string{"requesters", "nRequester", "requests", "speeds", "worker-buffer", "engine", "completion-buffer", "work",
-			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v"} {
+			"dist", "panic-rate", "cancel-rate", "churn", "compare", "rounds", "v", "schedule", "scenario", "duration"} {
 			if set[f] {
 				return fmt.Errorf("-picks runs no workers: -%s cannot apply to it", f)
 			}
@@ -238,7 +250,8 @@ func (c *config) validate(set map[string]bool) error {
 	for _, l := range []struct {
 		name string
 		n    int
-	}{{"worker-buffer", len(c.workerBuffers)}, {"engine", len(c.engines)}, {"completion-buffer", len(c.completions)}} {
+	}{{"worker-buffer", len(c.workerBuffers)}, {"engine", len(c.engines)}, {"completion-buffer", len(c.completions)},
+		{"schedule", len(c.schedules)}} {
 		if l.n > 1 {
 			lists = append(lists, l.name)
 		}
@@ -251,11 +264,14 @@ func (c *config) validate(set map[string]bool) error {
 	case c.plot != "" && (len(c.compare) > 0 || len(lists) > 0):
 		return errors.New("-plot draws one run: it does not combine with -compare or a list")
 	case set["rounds"] && len(lists) == 0:
-		return errors.New("-rounds needs a -worker-buffer, -engine or -completion-buffer list of at least two values, e.g. -engine channels,rings")
+		return errors.New("-rounds needs a -worker-buffer, -engine or -completion-buffer list (or a -schedule list) of at least two values, e.g. -engine channels,rings")
 	case c.all && c.json:
 		return errors.New("-all is for the text tables: the -json output is always complete")
 	case c.all && (len(c.compare) > 0 || len(lists) > 0):
 		return errors.New("-all is for the per-worker and -picks tables: -compare and rounds tables are never cut")
+	}
+	if err := c.checkScenario(set, lists); err != nil {
+		return err
 	}
 	if c.completions != nil {
 		for _, e := range c.engines {
@@ -267,6 +283,36 @@ func (c *config) validate(set map[string]bool) error {
 				dflt = " (the default)"
 			}
 			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine%s has no completion channel", e, dflt)
+		}
+	}
+	return nil
+}
+
+// checkScenario checks -scenario and the flags that only it takes or that
+// it cannot take; lists holds the flags given as lists of two or more.
+func (c *config) checkScenario(set map[string]bool, lists []string) error {
+	switch c.scenario {
+	case "":
+		if set["duration"] {
+			return errors.New("-duration is for -scenario tenants: the requesters' run ends after -requests")
+		}
+		return nil
+	case scenarioTenants:
+	default:
+		return fmt.Errorf("-scenario: unknown scenario %q (want tenants)", c.scenario)
+	}
+	if c.duration <= 0 || c.duration > maxDuration {
+		return fmt.Errorf("-duration must be above 0 and at most %v, got %v", maxDuration, c.duration)
+	}
+	for _, f := range []string{"requesters", "nRequester", "requests", "dist", "panic-rate", "cancel-rate", "churn",
+		"keys", "compare", "plot", "picks", "all", "v"} {
+		if set[f] {
+			return fmt.Errorf("-scenario tenants has its own workload: -%s cannot apply to it", f)
+		}
+	}
+	for _, l := range lists {
+		if l != "schedule" {
+			return fmt.Errorf("-scenario tenants measures a -schedule list, not a -%s list", l)
 		}
 	}
 	return nil

@@ -103,3 +103,26 @@ func parseEngines(s string) ([]dispatcher.Engine, error) {
 	}
 	return out, nil
 }
+
+func parseSchedules(s string) ([]dispatcher.Schedule, error) {
+	parts, err := splitList("-schedule", s)
+	if err != nil {
+		return nil, err
+	}
+	if parts == nil {
+		return nil, errors.New("-schedule needs a value, e.g. fifo or fifo,priority,deadline,fair")
+	}
+	var out []dispatcher.Schedule
+	for _, p := range parts {
+		sc, err := dispatcher.ParseSchedule(p)
+		if err != nil {
+			// ParseSchedule's error speaks of options; the user gave a flag.
+			return nil, fmt.Errorf("-schedule: unknown schedule %q (want fifo, priority, deadline or fair)", p)
+		}
+		if slices.Contains(out, sc) {
+			return nil, fmt.Errorf("-schedule: %v is listed twice", sc)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}

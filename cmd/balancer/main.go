@@ -4,13 +4,16 @@
 // either engine (-engine channels or rings). It also traces a strategy's
 // picks (-picks), compares strategies on one workload (-compare), measures
 // engines, worker-queue depths or completion-channel capacities in
-// interleaved rounds, and plots.
+// interleaved rounds, and plots. The balancer's schedule is -schedule; the
+// tenants scenario (-scenario tenants) shows what each schedule does for an
+// interactive tenant beside a saturating background one.
 //
 //	go run ./cmd/balancer
 //	go run ./cmd/balancer -nRequester 100 -nWorker 10 -engine channels -completion-buffer 0
 //	go run ./cmd/balancer -engine channels,rings -rounds 9
 //	go run ./cmd/balancer -speeds 1,1,1,1,1,1,2,2 -compare least-pending,round-robin,p2c
 //	go run ./cmd/balancer -picks 300 -strategy iwrr -weights 100,100,66
+//	go run ./cmd/balancer -scenario tenants -schedule fifo,priority,deadline,fair
 //
 // The flags and the JSON field names are a stable interface: scripts
 // depend on them (docs/demo.md lists them).
@@ -57,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	ax := cfg.axis()
 	switch {
+	case cfg.scenario == scenarioTenants:
+		err = runTenants(ctx, cfg, stdout, stderr)
 	case cfg.picks > 0:
 		err = runPicks(ctx, cfg, stdout, stderr)
 	case len(cfg.compare) > 0:

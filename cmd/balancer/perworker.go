@@ -16,6 +16,7 @@ import (
 func dispatcherOptions(c *config, s setup) []dispatcher.Option {
 	opts := []dispatcher.Option{
 		dispatcher.WithEngine(s.engine),
+		dispatcher.WithSchedule(s.schedule),
 		dispatcher.WithWeights(c.weightsOrEqual()...),
 		dispatcher.WithStrategyName(s.strategy, strategies.WithSeed(c.seed)),
 		dispatcher.WithWorkerBuffer(s.workerBuffer),

@@ -38,6 +38,7 @@ type Report struct {
 // a -worker-buffer list: it follows the worker buffer).
 type Settings struct {
 	Engine           string `json:"engine,omitempty"`
+	Schedule         string `json:"schedule,omitempty"` // the balancer's: fifo, priority, deadline or fair
 	WorkerBuffer     *int   `json:"worker_buffer,omitempty"`
 	CompletionBuffer *int   `json:"completion_buffer,omitempty"` // the channel engine's; in an -engine list, its channels value's
 	IntakeBuffer     *int   `json:"intake_buffer,omitempty"`
@@ -48,7 +49,7 @@ type Settings struct {
 
 func settingsOf(c *config, s setup) Settings {
 	st := Settings{
-		Engine: s.engine.String(), WorkerBuffer: ptr(s.workerBuffer), IntakeBuffer: ptr(s.intake),
+		Engine: s.engine.String(), Schedule: s.schedule.String(), WorkerBuffer: ptr(s.workerBuffer), IntakeBuffer: ptr(s.intake),
 		Seed: c.seed, Work: c.work.String(), Dist: c.dist,
 	}
 	if s.completion >= 0 {
@@ -64,6 +65,11 @@ func (st *Settings) describe(extra ...string) string {
 	var parts []string
 	if st.Engine != "" {
 		parts = append(parts, "engine "+st.Engine)
+	}
+	// The default schedule goes unsaid, so that the header reads as it did
+	// before there were schedules.
+	if st.Schedule != "" && st.Schedule != dispatcher.DefaultSchedule.String() {
+		parts = append(parts, "schedule "+st.Schedule)
 	}
 	for _, b := range []struct {
 		name string

@@ -12,8 +12,8 @@ const alpha = 0.05
 
 // axis is the list a rounds run measures: one setup per value.
 type axis struct {
-	param  string // in the JSON: worker_buffer, engine or completion_buffer
-	title  string // in the text: worker buffer, engine or completion buffer
+	param  string // in the JSON: worker_buffer, engine, completion_buffer or schedule
+	title  string // in the text: worker buffer, engine, completion buffer or schedule
 	values []any  // in the JSON: an int, or the engine's name
 	setups []setup
 }
@@ -34,6 +34,12 @@ func (c *config) axis() *axis {
 			a.add(e.String(), c.setupWith(func(s *setup) { s.engine = e }))
 		}
 		return a
+	case len(c.schedules) > 1:
+		a := &axis{param: "schedule", title: "schedule"}
+		for _, sc := range c.schedules {
+			a.add(sc.String(), c.setupWith(func(s *setup) { s.schedule = sc }))
+		}
+		return a
 	case len(c.completions) > 1:
 		a := &axis{param: "completion_buffer", title: "completion buffer"}
 		for _, v := range c.completions {
@@ -52,6 +58,8 @@ func (a *axis) settings(c *config) Settings {
 		st.WorkerBuffer, st.IntakeBuffer = nil, nil
 	case "completion_buffer":
 		st.CompletionBuffer = nil
+	case "schedule":
+		st.Schedule = ""
 	case "engine":
 		st.Engine, st.CompletionBuffer = "", nil
 		for _, s := range a.setups {
@@ -71,8 +79,8 @@ func (a *axis) add(v any, s setup) {
 // ValueSummary is one value of the list over the rounds. The first value
 // is the baseline: ratio and the tests compare each value with it.
 type ValueSummary struct {
-	Parameter        string    `json:"parameter"`         // worker_buffer, engine or completion_buffer
-	Value            any       `json:"value"`             // a buffer's size, or the engine's name
+	Parameter        string    `json:"parameter"`         // worker_buffer, engine, completion_buffer or schedule
+	Value            any       `json:"value"`             // a buffer's size, or the engine's or schedule's name
 	Throughputs      []float64 `json:"throughputs_per_s"` // one per round
 	P99s             []int64   `json:"p99_ns"`            // one per round
 	MedianThroughput float64   `json:"median_throughput_per_s"`
@@ -85,7 +93,7 @@ type ValueSummary struct {
 
 // RoundsReport is the -json output of a rounds run.
 type RoundsReport struct {
-	Parameter string `json:"parameter"` // worker_buffer, engine or completion_buffer
+	Parameter string `json:"parameter"` // worker_buffer, engine, completion_buffer or schedule
 	Strategy  string `json:"strategy"`
 	Settings
 	Rounds      int            `json:"rounds"`      // completed rounds

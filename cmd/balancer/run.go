@@ -49,6 +49,7 @@ func (o *outcomes) add(err error) {
 type setup struct {
 	strategy     string
 	engine       dispatcher.Engine
+	schedule     dispatcher.Schedule
 	workerBuffer int
 	completion   int // the completion channel's capacity; -1 on the rings engine, which has none
 	intake       int
@@ -60,7 +61,7 @@ type setup struct {
 // states the capacities the run used rather than a copy of the
 // dispatcher's defaults that could drift from them.
 func (c *config) setupWith(vary func(*setup)) setup {
-	s := setup{strategy: c.strategy, engine: c.engine, workerBuffer: c.workerBuffer, completion: c.completion}
+	s := setup{strategy: c.strategy, engine: c.engine, schedule: c.schedule, workerBuffer: c.workerBuffer, completion: c.completion}
 	if vary != nil {
 		vary(&s)
 	}

@@ -25,7 +25,7 @@ func TestJSONSchema(t *testing.T) {
 		}
 		return k
 	}
-	assert.ElementsMatch(t, []string{"strategy", "requesters", "workers", "engine", "worker_buffer", "intake_buffer",
+	assert.ElementsMatch(t, []string{"strategy", "requesters", "workers", "engine", "schedule", "worker_buffer", "intake_buffer",
 		"seed", "work", "dist", "requests", "interrupted", "completed", "errors", "panics", "cancelled", "elapsed_ns",
 		"throughput_per_s", "latency_ns", "pending", "per_worker"}, keys(m), "no completion_buffer on rings")
 	assert.ElementsMatch(t, []string{"p50", "p90", "p99", "max"}, keys(m["latency_ns"].(map[string]any)))

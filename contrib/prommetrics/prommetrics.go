@@ -59,6 +59,14 @@ type Collector[R any] struct {
 	wPending, wCompleted, wBusy, wWeight *prometheus.Desc
 	// The sampled task run times (Stats.Latency).
 	latency, latencyMax *prometheus.Desc
+	// Per tenant (Stats.Tenants, labelled tenant="<name>") and per
+	// priority class (Stats.Classes, labelled class="0".."7").
+	tenant, class flowDescs
+}
+
+// flowDescs describes the series of one FlowStats line.
+type flowDescs struct {
+	queued, running, dispatched, completed, refused, wait *prometheus.Desc
 }
 
 // New returns a Collector for d; register it with a prometheus.Registerer.
@@ -110,7 +118,26 @@ func New[R any](d *dispatcher.Dispatcher[R], opts ...Option) *Collector[R] {
 				"; quantiles within "+strconv.FormatFloat(100*dispatcher.LatencyRelativeError, 'f', 2, 64)+"%."),
 		latencyMax: desc("task_duration_max_seconds", "The longest sampled task run time."),
 	}
+	flow := func(prefix, of, label string) flowDescs {
+		return flowDescs{
+			queued:     desc(prefix+"_queued", "Requests of the "+of+" waiting in the balancer's schedule (0 under FIFO).", label),
+			running:    desc(prefix+"_running", "Requests of the "+of+" handed to a worker and not finished.", label),
+			dispatched: desc(prefix+"_dispatched_total", "Requests of the "+of+" handed to a worker.", label),
+			completed:  desc(prefix+"_completed_total", "Requests of the "+of+" finished at a worker.", label),
+			refused:    desc(prefix+"_refused_total", "Requests of the "+of+" refused at submit by deadline admission.", label),
+			wait: desc(prefix+"_wait_seconds",
+				"Wait of the "+of+"'s requests from the balancer taking them to their start, for a sample of about one request in "+
+					strconv.Itoa(dispatcher.LatencySampleEvery)+"; quantiles within "+
+					strconv.FormatFloat(100*dispatcher.LatencyRelativeError, 'f', 2, 64)+"%.", label),
+		}
+	}
+	c.tenant = flow("tenant", "tenant", "tenant")
+	c.class = flow("class", "priority class", "class")
 	return c
+}
+
+func (f *flowDescs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{f.queued, f.running, f.dispatched, f.completed, f.refused, f.wait}
 }
 
 // Describe sends every series' description.
@@ -119,6 +146,9 @@ func (c *Collector[R]) Describe(ch chan<- *prometheus.Desc) {
 		ch <- m.desc
 	}
 	for _, d := range []*prometheus.Desc{c.wPending, c.wCompleted, c.wBusy, c.wWeight, c.latency, c.latencyMax} {
+		ch <- d
+	}
+	for _, d := range append(c.tenant.all(), c.class.all()...) {
 		ch <- d
 	}
 }
@@ -140,7 +170,26 @@ func (c *Collector[R]) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.wBusy, prometheus.CounterValue, w.Busy.Seconds(), i)
 		ch <- prometheus.MustNewConstMetric(c.wWeight, prometheus.GaugeValue, float64(weight), i)
 	}
-	l := s.Latency
+	ch <- summary(c.latency, s.Latency)
+	ch <- prometheus.MustNewConstMetric(c.latencyMax, prometheus.GaugeValue, s.Latency.Max.Seconds())
+	collectFlows(ch, &c.tenant, s.Tenants)
+	collectFlows(ch, &c.class, s.Classes)
+}
+
+// collectFlows sends the series of each line, labelled with its name.
+func collectFlows(ch chan<- prometheus.Metric, f *flowDescs, lines []dispatcher.FlowStats) {
+	for _, l := range lines {
+		ch <- prometheus.MustNewConstMetric(f.queued, prometheus.GaugeValue, float64(l.Queued), l.Name)
+		ch <- prometheus.MustNewConstMetric(f.running, prometheus.GaugeValue, float64(l.Running), l.Name)
+		ch <- prometheus.MustNewConstMetric(f.dispatched, prometheus.CounterValue, float64(l.Dispatched), l.Name)
+		ch <- prometheus.MustNewConstMetric(f.completed, prometheus.CounterValue, float64(l.Completed), l.Name)
+		ch <- prometheus.MustNewConstMetric(f.refused, prometheus.CounterValue, float64(l.Refused), l.Name)
+		ch <- summary(f.wait, l.Wait, l.Name)
+	}
+}
+
+// summary is l as a summary: quantiles 0.5, 0.9, 0.99 and 0.999.
+func summary(d *prometheus.Desc, l dispatcher.LatencyStats, labels ...string) prometheus.Metric {
 	q := map[float64]float64{0.5: l.P50.Seconds(), 0.9: l.P90.Seconds(), 0.99: l.P99.Seconds(), 0.999: l.P999.Seconds()}
 	if l.Samples == 0 {
 		// As client_golang's own summaries: no observation is not a 0 s one.
@@ -148,6 +197,5 @@ func (c *Collector[R]) Collect(ch chan<- prometheus.Metric) {
 			q[k] = math.NaN()
 		}
 	}
-	ch <- prometheus.MustNewConstSummary(c.latency, uint64(l.Samples), l.Sum.Seconds(), q)
-	ch <- prometheus.MustNewConstMetric(c.latencyMax, prometheus.GaugeValue, l.Max.Seconds())
+	return prometheus.MustNewConstSummary(d, uint64(l.Samples), l.Sum.Seconds(), q, labels...)
 }

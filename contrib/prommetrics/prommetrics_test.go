@@ -195,3 +195,72 @@ func TestTwoDispatchers(t *testing.T) {
 	fams := scrape(t, reg)
 	require.Len(t, fams["balancer_completed_total"].GetMetric(), 2)
 }
+
+// TestTenantsAndClasses: a named group's tasks count under its tenant,
+// requests outside groups under "default", and every priority class has
+// its line, whether used or not.
+func TestTenantsAndClasses(t *testing.T) {
+	for _, eng := range dispatcher.Engines {
+		t.Run("engine="+eng.String(), func(t *testing.T) {
+			const n, plain = 64 * 10, 5
+			d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithSchedule(dispatcher.ByPriority))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, d.Close(context.Background())) }()
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(prommetrics.New(d, prommetrics.WithConstLabels(prometheus.Labels{"pool": "test"})))
+
+			ctx := context.Background()
+			g := d.Group(ctx, dispatcher.Tenant("reports"))
+			for i := range n {
+				v := g.Priority(3)
+				if i%2 == 0 {
+					v = g.Priority(0)
+				}
+				require.NoError(t, v.Go(func(context.Context) (int, error) { return i, nil }))
+			}
+			res, err := g.Wait()
+			require.NoError(t, err)
+			require.Len(t, res, n)
+			for range plain {
+				_, err := d.Do(ctx, func(context.Context) (int, error) { return 1, nil })
+				require.NoError(t, err)
+			}
+			// The default tenant's completions are the total's rest, which
+			// the balancer counts as workers report: wait for all of them.
+			require.Eventually(t, func() bool {
+				s := d.Stats()
+				return s.Completed == n+plain && s.Pending == 0
+			}, 5*time.Second, time.Millisecond)
+
+			fams := scrape(t, reg)
+			for tenant, ran := range map[string]float64{"reports": n, dispatcher.DefaultTenant: plain} {
+				l := map[string]string{"tenant": tenant, "pool": "test"}
+				assert.Equal(t, ran, num(value(t, fams, "balancer_tenant_completed_total", l)), tenant)
+				assert.Equal(t, ran, num(value(t, fams, "balancer_tenant_dispatched_total", l)), tenant)
+				assert.Zero(t, num(value(t, fams, "balancer_tenant_running", l)), tenant)
+				assert.Zero(t, num(value(t, fams, "balancer_tenant_queued", l)), tenant)
+				assert.Zero(t, num(value(t, fams, "balancer_tenant_refused_total", l)), tenant)
+			}
+			wait := value(t, fams, "balancer_tenant_wait_seconds", map[string]string{"tenant": "reports"}).GetSummary()
+			assert.Positive(t, wait.GetSampleCount(), "one request in 64 has its wait timed")
+			require.Len(t, wait.GetQuantile(), 4)
+			assert.LessOrEqual(t, wait.GetQuantile()[0].GetValue(), wait.GetQuantile()[3].GetValue())
+
+			for _, name := range []string{
+				"balancer_class_queued", "balancer_class_running", "balancer_class_dispatched_total",
+				"balancer_class_completed_total", "balancer_class_refused_total", "balancer_class_wait_seconds",
+			} {
+				require.Len(t, fams[name].GetMetric(), 8, name)
+			}
+			for class, ran := range map[string]float64{"0": n/2 + plain, "3": n / 2, "1": 0, "7": 0} {
+				l := map[string]string{"class": class, "pool": "test"}
+				assert.Equal(t, ran, num(value(t, fams, "balancer_class_completed_total", l)), class)
+				assert.Equal(t, ran, num(value(t, fams, "balancer_class_dispatched_total", l)), class)
+				assert.Zero(t, num(value(t, fams, "balancer_class_running", l)), class)
+			}
+			idle := value(t, fams, "balancer_class_wait_seconds", map[string]string{"class": "7"}).GetSummary()
+			assert.Zero(t, idle.GetSampleCount())
+			assert.True(t, math.IsNaN(idle.GetQuantile()[0].GetValue()), "no sample: NaN quantiles")
+		})
+	}
+}

@@ -33,6 +33,10 @@ type faultRun struct {
 	strategy                      string
 	seed                          uint64
 	bound                         time.Duration
+	// schedule, if set, is the dispatcher's; under ByPriority requests
+	// spread over every class, under ByDeadline most carry a deadline
+	// (far enough never to expire within bound).
+	schedule dispatcher.Schedule
 }
 
 // faultReport counts what a run did.
@@ -85,11 +89,15 @@ func panicTask(id int) (int, error) { panic(fmt.Sprintf("boom %d", id)) }
 // request is answered exactly once and each kind of fault ends with its own
 // error.
 func runFaults(t *testing.T, r faultRun) faultReport {
-	d, err := dispatcher.New[int](append([]dispatcher.Option{
+	opts := []dispatcher.Option{
 		dispatcher.WithWorkers(r.workers),
 		dispatcher.WithWorkerBuffer(4),
 		dispatcher.WithStrategyName(r.strategy),
-	}, r.opts...)...)
+	}
+	if r.schedule != 0 {
+		opts = append(opts, dispatcher.WithSchedule(r.schedule))
+	}
+	d, err := dispatcher.New[int](append(opts, r.opts...)...)
 	require.NoError(t, err)
 
 	var (
@@ -141,6 +149,7 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 			atomic.AddInt64(&rep.churnRefused, 1)
 		}
 	}
+	start := time.Now()
 	one := func(rng *rand.Rand, id int) {
 		kind, churnFirst := faultKind(rng.IntN(1000))
 		if churnFirst {
@@ -168,23 +177,35 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 			burn(work)
 			return id, nil
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		base := context.Background()
+		view := d.Priority(0)
+		switch r.schedule {
+		case dispatcher.ByPriority:
+			view = d.Priority(id % (dispatcher.MaxPriority + 1))
+		case dispatcher.ByDeadline:
+			if id%3 != 0 {
+				var cancelDL context.CancelFunc
+				base, cancelDL = context.WithDeadline(base, start.Add(4*r.bound+time.Duration(id%97)*time.Millisecond))
+				defer cancelDL()
+			}
+		}
+		ctx, cancel := context.WithCancel(base)
 		defer cancel()
 		var v int
 		var err error
 		switch kind {
 		case kindCancelBefore:
 			cancel()
-			v, err = d.Do(ctx, task)
+			v, err = view.Do(ctx, task)
 		case kindCancelQueued:
 			var f *dispatcher.Future[int]
-			if f, err = d.Submit(ctx, task); err == nil {
+			if f, err = view.Submit(ctx, task); err == nil {
 				cancel()
 				v, err = f.Wait(context.Background())
 			}
 		case kindCancelRunning:
 			var f *dispatcher.Future[int]
-			if f, err = d.Submit(ctx, task); err == nil {
+			if f, err = view.Submit(ctx, task); err == nil {
 				select {
 				case <-started:
 				case <-time.After(r.bound):
@@ -195,10 +216,10 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 			}
 		default:
 			if id%2 == 0 {
-				v, err = d.Do(ctx, task)
+				v, err = view.Do(ctx, task)
 			} else {
 				var f *dispatcher.Future[int]
-				if f, err = d.Submit(ctx, task); err == nil {
+				if f, err = view.Submit(ctx, task); err == nil {
 					v, err = f.Wait(context.Background())
 				}
 			}
@@ -229,7 +250,6 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 		}
 	}
 
-	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range r.requesters {
 		wg.Go(func() {
@@ -294,4 +314,22 @@ func runExactlyOnce(t *testing.T, eng dispatcher.Engine, base faultRun) {
 			})
 		}
 	}
+}
+
+// TestExactlyOnceSchedules: the exactly-once run, small, under every
+// schedule on each engine: panics, Goexits, cancellations at every stage
+// and worker churn while the schedule reorders the requests.
+func TestExactlyOnceSchedules(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		for i, s := range dispatcher.Schedules {
+			t.Run("schedule="+s.String(), func(t *testing.T) {
+				rep := runFaults(t, faultRun{
+					requests: 1500, requesters: 8, workers: 3, maxWork: 10 * time.Microsecond,
+					opts: []dispatcher.Option{dispatcher.WithEngine(eng)}, strategy: "least-pending",
+					seed: 100 + uint64(i), bound: 10 * time.Second, schedule: s,
+				})
+				t.Log(rep)
+			})
+		}
+	})
 }

@@ -134,6 +134,42 @@ func BenchmarkMembership(b *testing.B) {
 	}
 }
 
+// BenchmarkChurn measures one membership change cycle, Add of a member,
+// Remove of the oldest and Forget of it, at 100 members of weight 1..100,
+// after prior such cycles (untimed). The members present are the same
+// in number and weights whatever prior is, and Forget lets Add reuse
+// indices, so the cost must not depend on prior: compare prior=0 with
+// prior=20000. (Without Forget every cycle would grow the member arrays,
+// and each change of an O(n) strategy would cost what was ever added.)
+//
+//	go test -run '^$' -bench 'BenchmarkChurn' -benchtime 1x ./strategies/
+func BenchmarkChurn(b *testing.B) {
+	for _, name := range Names() {
+		for _, prior := range []int{0, 20000} {
+			b.Run(fmt.Sprintf("strategy=%s/prior=%d", name, prior), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(2, 100))
+				w := make([]int, 100)
+				for i := range w {
+					w[i] = 1 + r.IntN(100)
+				}
+				c := newChurner(b, name, w)
+				for range prior {
+					if err := c.cycle(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if err := c.cycle(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkMemoryLatency is the floor under BenchmarkPickColdKeys: one
 // dependent load at a random line of a buffer of each size (a pointer
 // chase through a random cycle of its cache lines), so ns/op is the

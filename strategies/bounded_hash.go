@@ -43,7 +43,10 @@ type BoundedHash struct {
 	sum     int // pending over present members
 }
 
-var _ Dynamic = (*BoundedHash)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*BoundedHash)(nil)
 
 // NewBoundedHash returns a bounded-load consistent-hashing strategy over
 // members with the given weights.
@@ -105,14 +108,14 @@ func (s *BoundedHash) Pending(i int) int {
 
 // Add adds a member; it takes over only the keys its own points cover.
 func (s *BoundedHash) Add(weight int) (int, error) {
-	if len(s.weight) >= ringMaxMembers {
+	if s.next() >= ringMaxMembers {
 		return 0, ErrTooLarge
 	}
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
 	}
-	s.pending = append(s.pending, 0)
+	s.pending = put(s.pending, i, 0)
 	return i, s.ring.change(&s.members, i, weight, true)
 }
 
@@ -124,6 +127,17 @@ func (s *BoundedHash) Remove(i int) error {
 	s.sum -= s.pending[i]
 	s.pending[i] = 0
 	return s.ring.change(&s.members, i, 0, false)
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// A removed member has no points and nothing pending that counts, so it
+// costs O(log n).
+func (s *BoundedHash) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.pending, s.ring.count = fit(s.pending, s.Len()), fit(s.ring.count, s.Len())
+	return nil
 }
 
 // SetWeight changes i's weight and its share of the ring.

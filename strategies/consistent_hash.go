@@ -38,7 +38,10 @@ type ConsistentHash struct {
 	ring hashRing
 }
 
-var _ Dynamic = (*ConsistentHash)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*ConsistentHash)(nil)
 
 // NewConsistentHash returns a consistent-hashing strategy over members with
 // the given weights.
@@ -67,7 +70,7 @@ func (s *ConsistentHash) Done(int, time.Duration) {}
 
 // Add adds a member; it takes over only the keys its own points cover.
 func (s *ConsistentHash) Add(weight int) (int, error) {
-	if len(s.weight) >= ringMaxMembers {
+	if s.next() >= ringMaxMembers {
 		return 0, ErrTooLarge
 	}
 	i, err := s.add(weight)
@@ -83,6 +86,18 @@ func (s *ConsistentHash) Remove(i int) error {
 		return err
 	}
 	return s.ring.change(&s.members, i, 0, false)
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// A removed member has no points, so it costs O(log n). A member added at
+// that index gets the points the forgotten one had at the same weight: the
+// keys it takes are those the forgotten one held.
+func (s *ConsistentHash) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.ring.count = fit(s.ring.count, s.Len())
+	return nil
 }
 
 // SetWeight changes i's weight: it gains or loses points, and only the keys

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -9,8 +10,9 @@ import (
 
 // FuzzStrategy drives a strategy from a byte string: the first byte picks
 // the strategy, the next bytes the weights, then each byte is one operation
-// (pick, done, add, remove, re-weight). Whatever the sequence, a pick is a
-// present member with a positive weight and the heaps stay valid.
+// (pick, done, add, remove and forget, re-weight). Whatever the sequence,
+// a pick is a present member with a positive weight, Add returns the
+// lowest forgotten index (else a new one) and the heaps stay valid.
 func FuzzStrategy(f *testing.F) {
 	names := Names()
 	for k := range names {
@@ -44,6 +46,7 @@ func fuzzBody(t *testing.T, data []byte) {
 		d := s.(Dynamic)
 		weight := append([]int(nil), w...)
 		removed := make([]bool, n)
+		forgotten := make([]bool, n)
 		var out []int
 		for k, b := range data {
 			arg := int(b >> 3)
@@ -63,13 +66,26 @@ func fuzzBody(t *testing.T, data []byte) {
 			case 5:
 				i, err := d.Add(arg % 5)
 				require.NoError(t, err)
-				require.Equal(t, len(weight), i)
-				weight = append(weight, arg%5)
-				removed = append(removed, false)
+				want := slices.Index(forgotten, true)
+				if want < 0 {
+					want = len(weight)
+					weight = append(weight, 0)
+					removed = append(removed, false)
+					forgotten = append(forgotten, false)
+				}
+				require.Equal(t, want, i, "%s: Add", name)
+				weight[i], removed[i], forgotten[i] = arg%5, false, false
 			case 6:
+				// Remove, and with an odd argument forget at once: the
+				// member's requests still pending are given up.
 				i := arg % len(weight)
 				if d.Remove(i) == nil {
 					removed[i] = true
+				}
+				if arg%2 == 1 && removed[i] && !forgotten[i] {
+					require.NoError(t, s.(Forgetter).Forget(i))
+					forgotten[i] = true
+					out = slices.DeleteFunc(out, func(j int) bool { return j == i })
 				}
 			case 7:
 				i := arg % len(weight)

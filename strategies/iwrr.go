@@ -70,7 +70,10 @@ func (r *iring) filter(c int, keep func(int32) bool) {
 	*r = out
 }
 
-var _ Dynamic = (*IWRR)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*IWRR)(nil)
 
 // NewIWRR returns an interleaved weighted round-robin strategy over members
 // with the given weights. With WithRandomStart the first cycle begins at a
@@ -135,7 +138,7 @@ func (s *IWRR) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.rem = append(s.rem, int32(weight))
+	s.rem = put(s.rem, i, int32(weight))
 	s.resize()
 	if weight > 0 {
 		s.q[s.cur^1].push(int32(i))
@@ -174,6 +177,16 @@ func (s *IWRR) SetWeight(i, weight int) error {
 		s.rem[i] = min(s.rem[i], int32(weight))
 	}
 	s.regcd()
+	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// A removed member is in no queue, so it costs O(log n).
+func (s *IWRR) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.rem = fit(s.rem, s.Len())
 	return nil
 }
 

@@ -42,7 +42,10 @@ type latEnt struct {
 // latencyExplore is the period of the round-robin exploring pick.
 const latencyExplore = 64
 
-var _ Dynamic = (*Latency)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*Latency)(nil)
 
 // NewLatency returns a latency-aware strategy over members with the given
 // weights. WithDecay sets the EWMA's weight of a new sample.
@@ -136,7 +139,7 @@ func (s *Latency) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.ent = append(s.ent, latEnt{last: s.tick})
+	s.ent = put(s.ent, i, latEnt{last: s.tick})
 	s.sync(i)
 	s.reorder()
 	return i, nil
@@ -160,6 +163,17 @@ func (s *Latency) SetWeight(i, weight int) error {
 	}
 	s.sync(i)
 	s.reorder()
+	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter);
+// a removed member is in no heap, so it costs O(log n). A member added at
+// that index has no latency sample: it is probed first.
+func (s *Latency) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.ent, s.h.pos = fit(s.ent, s.Len()), fit(s.h.pos, s.Len())
 	return nil
 }
 

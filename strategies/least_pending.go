@@ -46,7 +46,10 @@ func (e *lpEntry) key() uint64 {
 	return uint64(min(e.pending, lpMaxPending))<<lpTickBits | e.last
 }
 
-var _ Dynamic = (*LeastPending)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*LeastPending)(nil)
 
 // NewLeastPending returns a least-pending strategy over members with the
 // given weights.
@@ -121,8 +124,9 @@ func (s *LeastPending) Pending(i int) int {
 	return s.ent[i].pending
 }
 
-// Add adds a member; it starts with no pending requests, so it takes the
-// next picks until it catches up with the others, as a fresh worker should.
+// Add adds a member; it starts with no pending requests (at a forgotten
+// index too), so it takes the next picks until it catches up with the
+// others, as a fresh worker should.
 func (s *LeastPending) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
@@ -132,7 +136,7 @@ func (s *LeastPending) Add(weight int) (int, error) {
 		s.renumber()
 	}
 	s.tick++
-	s.ent = append(s.ent, lpEntry{last: s.tick})
+	s.ent = put(s.ent, i, lpEntry{last: s.tick})
 	s.sync(i)
 	return i, nil
 }
@@ -143,6 +147,16 @@ func (s *LeastPending) Remove(i int) error {
 		return err
 	}
 	s.sync(i)
+	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter);
+// a removed member is in no heap, so it costs O(log n).
+func (s *LeastPending) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.ent, s.h.pos = fit(s.ent, s.Len()), fit(s.h.pos, s.Len())
 	return nil
 }
 

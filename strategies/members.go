@@ -53,6 +53,14 @@ func (m *members) check(i int) error {
 	return nil
 }
 
+// next returns the index add would give the next member.
+func (m *members) next() int {
+	if len(m.free) > 0 && int(m.free[0]) < len(m.weight) {
+		return int(m.free[0])
+	}
+	return len(m.weight)
+}
+
 // add adds a member and returns its index: the lowest forgotten one, else
 // a new one at the end. The caller resets whatever it keeps for that
 // index.
@@ -206,4 +214,18 @@ func (m *members) popFree() int32 {
 // indices at the end; a longer slice keeps its array for later adds.
 func fit[T any](s []T, n int) []T {
 	return s[:min(len(s), n)]
+}
+
+// put sets s[i] = x for the member add just gave index i: a reused index
+// (i < len(s)) is overwritten, a new one appended.
+func put[T any](s []T, i int, x T) []T {
+	for len(s) < i {
+		var zero T
+		s = append(s, zero)
+	}
+	if i < len(s) {
+		s[i] = x
+		return s
+	}
+	return append(s, x)
 }

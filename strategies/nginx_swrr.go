@@ -73,7 +73,10 @@ type NginxSWRR struct {
 	order []int32
 }
 
-var _ Dynamic = (*NginxSWRR)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*NginxSWRR)(nil)
 
 // NewNginxSWRR returns nginx's smooth weighted round-robin over members
 // with the given weights.
@@ -132,9 +135,7 @@ func (s *NginxSWRR) Add(weight int) (int, error) {
 		return 0, err
 	}
 	if weight > 0 {
-		s.cw = append(s.cw, 0)
-		s.w = append(s.w, int64(weight))
-		s.id = append(s.id, int32(i))
+		s.insert(i, weight) // a forgotten index may be below others
 	}
 	s.rescale(oldW)
 	return i, nil
@@ -165,12 +166,23 @@ func (s *NginxSWRR) SetWeight(i, weight int) error {
 	case found:
 		s.w[p] = int64(weight)
 	default:
-		s.cw = slices.Insert(s.cw, p, 0)
-		s.w = slices.Insert(s.w, p, int64(weight))
-		s.id = slices.Insert(s.id, p, int32(i))
+		s.insert(i, weight)
 	}
 	s.rescale(oldW)
 	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// A removed member is not among the eligible ones, so it costs O(log n).
+func (s *NginxSWRR) Forget(i int) error { return s.forget(i) }
+
+// insert puts member i, owed nothing, in the eligible arrays at its place
+// in index order.
+func (s *NginxSWRR) insert(i, weight int) {
+	p, _ := slices.BinarySearch(s.id, int32(i))
+	s.cw = slices.Insert(s.cw, p, 0)
+	s.w = slices.Insert(s.w, p, int64(weight))
+	s.id = slices.Insert(s.id, p, int32(i))
 }
 
 // drop takes member i out of the eligible arrays, if it is there.

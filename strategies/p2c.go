@@ -21,7 +21,10 @@ type P2C struct {
 	pending []int
 }
 
-var _ Dynamic = (*P2C)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*P2C)(nil)
 
 // NewP2C returns a power-of-two-choices strategy over members with the given
 // weights.
@@ -71,7 +74,7 @@ func (s *P2C) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.pending = append(s.pending, 0)
+	s.pending = put(s.pending, i, 0)
 	s.tab.build(&s.members)
 	return i, nil
 }
@@ -91,5 +94,15 @@ func (s *P2C) SetWeight(i, weight int) error {
 		return err
 	}
 	s.tab.build(&s.members)
+	return nil
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// Only the eligible members are in the alias table, so it costs O(log n).
+func (s *P2C) Forget(i int) error {
+	if err := s.forget(i); err != nil {
+		return err
+	}
+	s.pending = fit(s.pending, s.Len())
 	return nil
 }

@@ -18,7 +18,10 @@ type Random struct {
 	rng   rng
 }
 
-var _ Dynamic = (*Random)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*Random)(nil)
 
 // NewRandom returns a uniform random strategy over members with the given
 // weights.
@@ -70,6 +73,10 @@ func (s *Random) SetWeight(i, weight int) error {
 	s.rebuild()
 	return nil
 }
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// Only the eligible members are in the draw, so it costs O(log n).
+func (s *Random) Forget(i int) error { return s.forget(i) }
 
 func (s *Random) rebuild() {
 	s.order = s.order[:0]

@@ -21,7 +21,10 @@ type RoundRobin struct {
 	next  int   // position in order of the next pick
 }
 
-var _ Dynamic = (*RoundRobin)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*RoundRobin)(nil)
 
 // NewRoundRobin returns a round-robin strategy over members with the given
 // weights.
@@ -84,6 +87,10 @@ func (s *RoundRobin) SetWeight(i, weight int) error {
 	s.rebuild(cur)
 	return nil
 }
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// Only the eligible members are in the turn, so it costs O(log n).
+func (s *RoundRobin) Forget(i int) error { return s.forget(i) }
 
 // rebuild recomputes the turn and resumes at the first eligible member at or
 // after cur, so a change neither repeats nor skips anyone.

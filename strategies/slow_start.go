@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -109,12 +110,12 @@ type SlowStart struct {
 	floor, aggr float64
 	span        uint64 // window length in picks or nanoseconds
 
-	weight  []int  // configured weights, 0 for removed members
-	removed []bool // indices the wrapper knows are gone
-	ramps   []ramp
-	due     uint64 // the earliest position at which a ramp steps
-	picks   uint64 // picks so far: the position of a PickWindow
-	epoch   time.Time
+	weight []int   // configured weights, 0 for removed members
+	state  []uint8 // memberPresent, memberRemoved or memberForgotten, as the wrapped strategy's
+	ramps  []ramp
+	due    uint64 // the earliest position at which a ramp steps
+	picks  uint64 // picks so far: the position of a PickWindow
+	epoch  time.Time
 }
 
 // ramp is one member's slow start, at step k of SlowStartSteps since start.
@@ -126,6 +127,7 @@ type ramp struct {
 var _ interface {
 	Dynamic
 	BatchDone
+	Forgetter
 } = (*SlowStart)(nil)
 
 // NewSlowStart builds the strategy with build over weights scaled by
@@ -162,7 +164,7 @@ func NewSlowStart(build Constructor, weights []int, window Window, floor, aggres
 		return nil, fmt.Errorf("%w: %T", ErrSlowStartNotDynamic, inner)
 	}
 	s := &SlowStart{inner: dyn, window: window, floor: floor, aggr: aggression,
-		weight: append([]int(nil), weights...), removed: make([]bool, len(weights))}
+		weight: append([]int(nil), weights...), state: make([]uint8, len(weights))}
 	s.batch, _ = inner.(BatchDone)
 	s.span = window.picks
 	if window.now != nil {
@@ -227,11 +229,8 @@ func (s *SlowStart) Add(weight int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for len(s.weight) <= i {
-		s.weight = append(s.weight, 0)
-		s.removed = append(s.removed, false)
-	}
-	s.weight[i] = weight
+	s.weight = put(s.weight, i, weight) // i is new, or one forgotten
+	s.state = put(s.state, i, memberPresent)
 	if weight > 0 {
 		s.begin(i)
 	}
@@ -245,7 +244,7 @@ func (s *SlowStart) Remove(i int) error {
 	}
 	s.end(i)
 	if i >= 0 && i < len(s.weight) {
-		s.weight[i], s.removed[i] = 0, true
+		s.weight[i], s.state[i] = 0, memberRemoved
 	}
 	return nil
 }
@@ -257,7 +256,7 @@ func (s *SlowStart) SetWeight(i, weight int) error {
 	if err := checkScaled(weight); err != nil {
 		return err
 	}
-	if i < 0 || i >= len(s.weight) || s.removed[i] {
+	if !s.has(i) {
 		return fmt.Errorf("%w: %d", ErrNoMember, i)
 	}
 	k, ramping := s.rampStep(i)
@@ -285,13 +284,47 @@ func (s *SlowStart) SetWeight(i, weight int) error {
 
 // Weight returns member i's configured weight, or 0 when it is not a member.
 func (s *SlowStart) Weight(i int) int {
-	if i < 0 || i >= len(s.weight) || s.removed[i] {
+	if !s.has(i) {
 		return 0
 	}
 	return s.weight[i]
 }
 
-// Len returns the number of indices handed out, removed ones included.
+func (s *SlowStart) has(i int) bool {
+	return i >= 0 && i < len(s.weight) && s.state[i] == memberPresent
+}
+
+// Forget frees removed member i's index for a later Add (see Forgetter),
+// in the wrapped strategy and here. The wrapped strategy must be a
+// Forgetter (every Dynamic strategy of this package is): over another one
+// Forget changes nothing and returns an error matching
+// errors.ErrUnsupported, and indices are never reused.
+func (s *SlowStart) Forget(i int) error {
+	f, ok := s.inner.(Forgetter)
+	switch {
+	case i < 0 || i >= len(s.weight):
+		return fmt.Errorf("%w: %d is no member", ErrNotRemoved, i)
+	case s.state[i] == memberPresent:
+		return fmt.Errorf("%w: %d is present", ErrNotRemoved, i)
+	case s.state[i] == memberForgotten:
+		return fmt.Errorf("%w: %d is already forgotten", ErrNotRemoved, i)
+	case !ok:
+		return fmt.Errorf("%w: slow start over %T, which cannot forget", errors.ErrUnsupported, s.inner)
+	}
+	if err := f.Forget(i); err != nil {
+		return err
+	}
+	s.state[i] = memberForgotten
+	n := len(s.weight) // the wrapped strategy dropped the forgotten indices at the end: so does the wrapper
+	for n > 0 && s.state[n-1] == memberForgotten {
+		n--
+	}
+	s.weight, s.state = s.weight[:n], s.state[:n]
+	return nil
+}
+
+// Len returns one more than the highest index in use: present, or removed
+// and not yet forgotten.
 func (s *SlowStart) Len() int { return len(s.weight) }
 
 // Ramping reports whether member i is in its slow start.

@@ -69,6 +69,9 @@ type Dynamic interface {
 // until it forgets it. Forget of a member that is present, was never
 // handed out or is already forgotten changes nothing and returns an error
 // matching ErrNotRemoved.
+//
+// Every Dynamic strategy of this package is a Forgetter (SlowStart over a
+// wrapped strategy that is one), and Forget costs at most O(log n).
 type Forgetter interface {
 	Forget(i int) error
 }

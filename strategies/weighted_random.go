@@ -21,7 +21,10 @@ type WeightedRandom struct {
 	rng rng
 }
 
-var _ Dynamic = (*WeightedRandom)(nil)
+var _ interface {
+	Dynamic
+	Forgetter
+} = (*WeightedRandom)(nil)
 
 // NewWeightedRandom returns a weighted random strategy over members with the
 // given weights.
@@ -71,3 +74,7 @@ func (s *WeightedRandom) SetWeight(i, weight int) error {
 	s.tab.build(&s.members)
 	return nil
 }
+
+// Forget frees removed member i's index for a later Add (see Forgetter).
+// Only the eligible members are in the alias table, so it costs O(log n).
+func (s *WeightedRandom) Forget(i int) error { return s.forget(i) }

@@ -84,6 +84,7 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 func TestAdaptLimitForTaskTime(t *testing.T) {
 	var b balancer[int]
 	b.init(nopStrategy{}, nopLinks{}, 256, 64, 100*time.Microsecond, []int{1})
+	b.longFlag(0)
 	b.book = newTenantBook()
 	for _, c := range []struct {
 		per  time.Duration

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/strategies"
@@ -31,6 +32,9 @@ type balancer[R any] struct {
 	// estimate); sampleN picks the requests whose wait is recorded.
 	meanPer time.Duration
 	sampleN uint32
+	// long tells each worker's goroutine that its tasks are long (its
+	// limit at most longLimit), so it yields after each waited answer.
+	long []*atomic.Bool
 
 	w     []slot
 	room  int // live workers with a positive weight and room for one more
@@ -284,6 +288,7 @@ func (b *balancer[R]) adapt(i int) {
 	had := b.hasRoom(i)
 	s.limit = want
 	b.links.setLimit(i, want)
+	b.long[i].Store(want <= longLimit)
 	if has := b.hasRoom(i); has != had {
 		if has {
 			b.room++
@@ -291,6 +296,17 @@ func (b *balancer[R]) adapt(i int) {
 			b.room--
 		}
 	}
+}
+
+// longFlag returns worker i's long flag, made when its runner is: by New
+// and, for an added worker, on the balancer goroutine.
+func (b *balancer[R]) longFlag(i int) *atomic.Bool {
+	for len(b.long) <= i {
+		b.long = append(b.long, nil)
+	}
+	f := new(atomic.Bool)
+	b.long[i] = f
+	return f
 }
 
 // complete counts n requests of worker i as done.

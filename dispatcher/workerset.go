@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/pool"
@@ -56,9 +57,10 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func()) {
 	var n uint32 // tasks this worker ran; its goroutines run one at a time
 	x := d.indexer(i)
+	long := d.b.longFlag(i)
 	run = func(r *request[R], count func()) {
 		n++
-		d.run(r, count, n%LatencySampleEvery == 0, x)
+		d.run(r, count, n%LatencySampleEvery == 0, x, long)
 	}
 	if x == nil {
 		return run, nil
@@ -72,7 +74,7 @@ func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func(
 // a timed run is recorded before both. Only a sampled task reads the
 // clock. (A random draw per task to pick the sample cost a batch of empty
 // Go tasks 14%, benchstat n=10; the per-worker count costs nothing seen.)
-func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexer) {
+func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexer, long *atomic.Bool) {
 	if r.took != 0 {
 		d.waited(r)
 	}
@@ -112,7 +114,7 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 	count()
 	waited := !r.async
 	d.reply(r, v, err)
-	if waited && rand.Uint32()%yieldOneIn == 0 {
+	if waited && (long.Load() || rand.Uint32()%yieldOneIn == 0) {
 		// Fairness: the answer readied the requester into this P's runnext
 		// slot, and a requester → balancer → worker → requester chain of
 		// runnext hand-offs can keep other runnable requesters waiting for
@@ -146,6 +148,14 @@ func (d *Dispatcher[R]) finished(r *request[R]) {
 		d.book.classes[r.prio].completed.Add(1)
 	}
 }
+
+// A worker whose tasks are long (its limit at most longLimit: a tenth of
+// the queue budget or more a task) yields after every answer somebody
+// waits for: the woken requester (a group's Wait, an interactive Do) sits
+// in this P's runnext slot, and while both cores run workers it would
+// wait for the 10 ms preemption. Against tasks that long, a yield costs
+// nothing measurable.
+const longLimit = 10
 
 // yieldOneIn: a worker yields after one answer in this many, at random
 // (rand.Uint32 is per-thread, no shared state). Measured with 64 closed-loop

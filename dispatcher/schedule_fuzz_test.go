@@ -149,16 +149,22 @@ func (f *fuzzSched) op(code, arg byte) {
 		g := d.Group(context.Background(), append(opts, dispatcher.Tenant("fuzz"))...)
 		n := 1 + int(arg)%4
 		var ids []int
+		failed := false
 		for range n {
 			id := f.newID(classOK && shareOK && !f.closed)
 			ids = append(ids, id)
 			if err := g.Priority(p).Go(f.task(id)); err != nil {
 				f.mustRun[id] = false
-				if !shareOK {
+				switch {
+				case !shareOK || !classOK:
 					assert.ErrorIs(f.t, err, dispatcher.ErrWrongSchedule)
-				} else {
+				case failed:
+					// The first refusal cancelled the group.
+					assert.ErrorIs(f.t, err, context.Canceled)
+				default:
 					f.submitErr(err, classOK, false)
 				}
+				failed = true
 			}
 		}
 		f.pending = append(f.pending, func() {

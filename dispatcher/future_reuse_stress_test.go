@@ -17,7 +17,7 @@ import (
 // Every legal order of answer, Wait (several at once), Done and Release,
 // on reused Futures, while Close abandons: each Wait sees its own task's
 // answer or an abandon error, never another task's.
-func TestReviewFutureReuseStress(t *testing.T) {
+func TestFutureReuseStress(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for round := range 4 {
 			d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))

@@ -43,7 +43,7 @@ func checkRoom[R any](d *Dispatcher[R]) error {
 	})
 }
 
-func TestReviewAdaptKeepsRoom(t *testing.T) {
+func TestAdaptKeepsRoom(t *testing.T) {
 	defer SetQueueBudget(2 * time.Millisecond)()
 	for _, strat := range []string{"round-robin", "least-pending"} {
 		t.Run(strat, func(t *testing.T) {

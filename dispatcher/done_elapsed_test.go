@@ -29,14 +29,14 @@ func (r *recording) Done(i int, elapsed time.Duration) {
 	r.Strategy.Done(i, elapsed)
 }
 
-// TestReviewDoneElapsedIsPerTask: the strategy is told each completion with
+// TestDoneElapsedIsPerTask: the strategy is told each completion with
 // the worker's mean task time ("busy time ... spread over the tasks it
 // covers", policy.go account). One worker runs a queue of ten 2 ms tasks;
 // no completion may be reported with several tasks' worth of time, whether
 // completions are reaped together or one at a time (Stats, which reaps,
 // read after each answer, as a balancer that keeps up with its workers
 // does).
-func TestReviewDoneElapsedIsPerTask(t *testing.T) {
+func TestDoneElapsedIsPerTask(t *testing.T) {
 	for _, reapEach := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reapEach=%v", reapEach), func(t *testing.T) {
 			forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {

@@ -15,12 +15,12 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// TestReviewGoRacesClose: Go (and TrySubmit) racing Close, at a zero and a
+// TestGoRacesClose: Go (and TrySubmit) racing Close, at a zero and a
 // positive intake, unbuffered and buffered completion channels, worker
 // buffer 0 and 2. A Go that returned nil must run exactly once, and before
 // a Close without deadline returns ("Close waits for fn"); a refused one
 // must never run; nothing may run after Done.
-func TestReviewGoRacesClose(t *testing.T) {
+func TestGoRacesClose(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, cc := range completionAxis(eng, 2) {
 			for _, intake := range []int{0, 4} {

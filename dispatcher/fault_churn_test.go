@@ -16,12 +16,12 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// TestReviewFaultChurnZeroBuffers: the tightest channel-engine cell (intake
+// TestFaultChurnZeroBuffers: the tightest channel-engine cell (intake
 // 0, worker buffer 0, completion 0) and rings at intake 0 / buffer 0, with
 // tasks that panic or Goexit, cancelled requesters, and AddWorker /
 // RemoveWorker / SetWeight churn; then Close with a short deadline. Every
 // accepted request is answered exactly once, no hang, Stats balance.
-func TestReviewFaultChurnZeroBuffers(t *testing.T) {
+func TestFaultChurnZeroBuffers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, cc := range completionAxis(eng, 1) {
 			t.Run(fmt.Sprintf("completion=%s", cc.name), func(t *testing.T) {

@@ -34,12 +34,12 @@ func checkQuiescent(t *testing.T, s dispatcher.Stats, answered int64) {
 	assert.Equal(t, answered, s.Completed, "Completed != answers")
 }
 
-// TestReviewChurnBeyondCompletionBuffer: AddWorker grows the workers far
+// TestChurnBeyondCompletionBuffer: AddWorker grows the workers far
 // beyond the completion channel's capacity (the default is sized for the
 // initial workers; 0 is unbuffered) while RemoveWorker and SetWeight churn
 // under load from Do, Submit and Go. Every request must be answered once,
 // nothing may hang, and Stats must balance at the end.
-func TestReviewChurnBeyondCompletionBuffer(t *testing.T) {
+func TestChurnBeyondCompletionBuffer(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		cells := completionAxis(eng, 2)
 		if eng == dispatcher.Channels {
@@ -147,12 +147,12 @@ func churnCell(t *testing.T, opts ...dispatcher.Option) {
 	t.Logf("workers %d, dispatched %d, stalls %d", len(s.Workers), s.Dispatched, s.Stalls)
 }
 
-// TestReviewCloseDeadlineWithRemovedWorker: a removed worker still running
+// TestCloseDeadlineWithRemovedWorker: a removed worker still running
 // a long task with requests queued behind it. Close with a short deadline
 // returns the context's error, answers every request that had not started
 // with an error matching ErrClosed and the deadline, and Done closes only
 // once the running tasks end (and then promptly).
-func TestReviewCloseDeadlineWithRemovedWorker(t *testing.T) {
+func TestCloseDeadlineWithRemovedWorker(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(3), dispatcher.WithWorkerBuffer(4))
 		require.NoError(t, err)

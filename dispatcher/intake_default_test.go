@@ -51,7 +51,7 @@ func admittedBehindBlockedWorker(t *testing.T, opts ...dispatcher.Option) int {
 // queues may reach: by default on rings 256 (the worker, whose blocked
 // tasks are not short, keeps 64), with WithWorkerBuffer(63) 64. From the
 // review that found the first: it holds as documented.
-func TestReviewDefaultIntakeFollowsWorkerBuffer(t *testing.T) {
+func TestDefaultIntakeFollowsWorkerBuffer(t *testing.T) {
 	assert.Equal(t, 64+256, admittedBehindBlockedWorker(t))
 	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithWorkerBuffer(63)))
 	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Channels)))

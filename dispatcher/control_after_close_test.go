@@ -47,14 +47,14 @@ func (g *gated) Add(w int) (int, error) {
 func (g *gated) Remove(i int) error            { return g.dyn.Remove(i) }
 func (g *gated) SetWeight(i, weight int) error { return g.dyn.SetWeight(i, weight) }
 
-// TestReviewAddWorkerAfterCloseBegan: "ErrClosed once Close has begun" for
+// TestAddWorkerAfterCloseBegan: "ErrClosed once Close has begun" for
 // the runtime calls. exec checks the lifecycle on the caller's goroutine
 // and then waits for the balancer; when the balancer is busy, the call can
 // take effect after Close has fenced the intake. Here the balancer is held
 // in a Pick, AddWorker is called, then Close: at the moment the strategy's
 // Add runs (the membership change), a Submit already answers ErrClosed, yet
 // AddWorker succeeds and a worker joins a draining dispatcher.
-func TestReviewAddWorkerAfterCloseBegan(t *testing.T) {
+func TestAddWorkerAfterCloseBegan(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		// In a bubble, so each step waits for the previous one to be
 		// blocked where the test needs it (synctest.Wait), not for a guess

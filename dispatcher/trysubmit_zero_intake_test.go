@@ -11,14 +11,14 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// TestReviewTrySubmitZeroIntakeIdleWorkers: with a zero intake buffer,
+// TestTrySubmitZeroIntakeIdleWorkers: with a zero intake buffer,
 // TrySubmit must accept a request whenever nothing waits and a worker has
 // room (WithIntakeBuffer's doc: "0 accepts a request only when nothing
 // waits and a worker has room"; TrySubmit's: ErrBusy "when there is no
 // room for the request right now"). Here four workers are idle and one
 // requester submits one request at a time, waiting for each answer, so
 // there is always room for the next. Every TrySubmit must succeed.
-func TestReviewTrySubmitZeroIntakeIdleWorkers(t *testing.T) {
+func TestTrySubmitZeroIntakeIdleWorkers(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4),
 			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
@@ -42,9 +42,9 @@ func TestReviewTrySubmitZeroIntakeIdleWorkers(t *testing.T) {
 	})
 }
 
-// TestReviewTrySubmitZeroIntakeFirstCall: the first TrySubmit right after
+// TestTrySubmitZeroIntakeFirstCall: the first TrySubmit right after
 // New, on idle workers, at a zero intake buffer.
-func TestReviewTrySubmitZeroIntakeFirstCall(t *testing.T) {
+func TestTrySubmitZeroIntakeFirstCall(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		busy := 0
 		for range 20 {
@@ -70,11 +70,11 @@ func assertNoErr(t *testing.T, err error) bool {
 	return true
 }
 
-// TestReviewEngineGivenTwice: every other option refuses being given twice
+// TestEngineGivenTwice: every other option refuses being given twice
 // ("the second would silently replace the first"), and plan promises to
 // refuse contradictions naming both sides instead of letting the last one
 // win. WithEngine(Channels) then WithEngine(Rings) is such a contradiction.
-func TestReviewEngineGivenTwice(t *testing.T) {
+func TestEngineGivenTwice(t *testing.T) {
 	d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithEngine(dispatcher.Rings))
 	if d != nil {
 		_ = d.Close(context.Background())

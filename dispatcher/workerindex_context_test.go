@@ -22,10 +22,10 @@ func (zeroCtx) Done() <-chan struct{}       { return nil }
 func (zeroCtx) Err() error                  { return nil }
 func (zeroCtx) Value(any) any               { return nil }
 
-// TestReviewWorkerIndexZeroSizeUncomparableContext: two tasks in a row
+// TestWorkerIndexZeroSizeUncomparableContext: two tasks in a row
 // on one worker under such a context both run and answer; the second must
 // not be answered with a panic the task never raised.
-func TestReviewWorkerIndexZeroSizeUncomparableContext(t *testing.T) {
+func TestWorkerIndexZeroSizeUncomparableContext(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerIndex())
 		for k := range 3 {
@@ -36,13 +36,13 @@ func TestReviewWorkerIndexZeroSizeUncomparableContext(t *testing.T) {
 	})
 }
 
-// TestReviewWorkerIndexRemovedWorkerReleasesContext: a removed worker that
+// TestWorkerIndexRemovedWorkerReleasesContext: a removed worker that
 // has exited keeps no task context reachable. The pool keeps every worker
 // it ever made (indices are never reused), and with them each worker's
 // indexer, whose last wrapper pins the last context it wrapped: under
 // -churn-like membership, one context (and all its values) per removed
 // worker stays alive for the dispatcher's lifetime.
-func TestReviewWorkerIndexRemovedWorkerReleasesContext(t *testing.T) {
+func TestWorkerIndexRemovedWorkerReleasesContext(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerIndex())
 		_, err := d.AddWorker(1)

@@ -12,12 +12,12 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// TestReviewStatsAfterStopIsACopy: Stats "returns a snapshot". Before the
+// TestStatsAfterStopIsACopy: Stats "returns a snapshot". Before the
 // dispatcher stops every call gets its own Workers slice; after it stops
 // every call returns the same final Stats by value, so all callers share
 // one Workers backing array: a caller that sorts or edits its snapshot
 // changes what every later Stats reports (and two callers doing so race).
-func TestReviewStatsAfterStopIsACopy(t *testing.T) {
+func TestStatsAfterStopIsACopy(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		require.NoError(t, err)
@@ -36,9 +36,9 @@ func TestReviewStatsAfterStopIsACopy(t *testing.T) {
 	})
 }
 
-// TestReviewStatsAfterStopConcurrentSort: two goroutines each sort their
+// TestStatsAfterStopConcurrentSort: two goroutines each sort their
 // own snapshot after stop. Run with -race: they write one shared array.
-func TestReviewStatsAfterStopConcurrentSort(t *testing.T) {
+func TestStatsAfterStopConcurrentSort(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(8))
 		require.NoError(t, err)

@@ -40,13 +40,13 @@ func (s *scripted) Add(int) (int, error)     { return -1, nil }
 func (s *scripted) Remove(int) error         { return nil }
 func (s *scripted) SetWeight(int, int) error { return nil }
 
-// TestReviewAbandonAnswersRedispatchedHeld: Close's deadline answers every
+// TestAbandonAnswersRedispatchedHeld: Close's deadline answers every
 // request not yet running ("taken back from the workers' queues"). Here a
 // request held for worker 0 is re-picked when worker 0 is removed, and
 // Close's deadline passes while that re-pick is under way; the request
 // lands behind a task that never ends on worker 1. It must be answered
 // with ErrClosed at once, not when worker 1's task ends.
-func TestReviewAbandonAnswersRedispatchedHeld(t *testing.T) {
+func TestAbandonAnswersRedispatchedHeld(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		s := &scripted{script: []int{0, 0, 1, 0, 1}, gateAt: 4, entered: make(chan struct{}), gate: make(chan struct{})}
 		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategy(s))

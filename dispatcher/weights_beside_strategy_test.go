@@ -11,14 +11,14 @@ import (
 	"github.com/gobalancer/balancer/strategies"
 )
 
-// TestReviewWeightsBesideStrategyHonoured: WithWeights beside WithStrategy
+// TestWeightsBesideStrategyHonoured: WithWeights beside WithStrategy
 // is accepted (plan checks the weights), and WithWeights says "Weight 0
 // drains a worker". The strategy was built over its own (equal) weights and
 // never hears of WithWeights, so the zero-weight worker keeps getting
 // requests: the option is accepted and ignored, or, read the other way,
 // two contradicting weight sets are accepted. Either refuse the pair or
 // make the weights reach the strategy.
-func TestReviewWeightsBesideStrategyHonoured(t *testing.T) {
+func TestWeightsBesideStrategyHonoured(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		// Control: the same strategy built by name over WithWeights(1, 0)
 		// never picks worker 1.

@@ -46,6 +46,7 @@ type BoundedHash struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*BoundedHash)(nil)
 
 // NewBoundedHash returns a bounded-load consistent-hashing strategy over
@@ -147,3 +148,6 @@ func (s *BoundedHash) SetWeight(i, weight int) error {
 	}
 	return s.ring.change(&s.members, i, weight, weight > 0)
 }
+
+// Traits: completions count, their times do not.
+func (s *BoundedHash) Traits() Traits { return Traits{IgnoresElapsed: true} }

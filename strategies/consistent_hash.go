@@ -32,7 +32,9 @@ func init() {
 // call takes more than about 0.5 ms (1.05–1.10 ms, Intel Xeon, 2 cores,
 // 2026-12-01:
 // go test -run '^$' -bench 'BenchmarkMembership/strategy=consistent-hash/n=100$' -benchtime 200ms -count 5 ./strategies/).
-// Not safe for concurrent use.
+// Pick only reads and Done does nothing, so any number of goroutines may
+// Pick and Done at once (Traits.Concurrent); a membership change needs
+// exclusive access.
 type ConsistentHash struct {
 	members
 	ring hashRing
@@ -41,6 +43,7 @@ type ConsistentHash struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*ConsistentHash)(nil)
 
 // NewConsistentHash returns a consistent-hashing strategy over members with
@@ -107,4 +110,10 @@ func (s *ConsistentHash) SetWeight(i, weight int) error {
 		return err
 	}
 	return s.ring.change(&s.members, i, weight, weight > 0)
+}
+
+// Traits: Pick only reads the ring and Done does nothing, so picks may run
+// at once.
+func (s *ConsistentHash) Traits() Traits {
+	return Traits{Concurrent: true, IgnoresDone: true}
 }

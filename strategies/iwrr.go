@@ -73,6 +73,8 @@ func (r *iring) filter(c int, keep func(int32) bool) {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Cyclic
 } = (*IWRR)(nil)
 
 // NewIWRR returns an interleaved weighted round-robin strategy over members
@@ -223,3 +225,10 @@ func gcd(a, b int) int {
 	}
 	return a
 }
+
+// Traits: a cycle of picks; completions do nothing.
+func (s *IWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// Cycle is W/g picks, W the sum of the weights and g their greatest
+// common divisor, the credit step: one swap of the queues.
+func (s *IWRR) Cycle() int { return weightCycle(&s.members) }

@@ -45,6 +45,7 @@ const latencyExplore = 64
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*Latency)(nil)
 
 // NewLatency returns a latency-aware strategy over members with the given
@@ -199,3 +200,6 @@ func (s *Latency) reorder() {
 
 // check verifies the heap; tests call it.
 func (s *Latency) check() error { return s.h.check() }
+
+// Traits: completions and their times both count (the latency average).
+func (s *Latency) Traits() Traits { return Traits{} }

@@ -49,6 +49,7 @@ func (e *lpEntry) key() uint64 {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*LeastPending)(nil)
 
 // NewLeastPending returns a least-pending strategy over members with the
@@ -199,3 +200,6 @@ func (s *LeastPending) renumber() {
 
 // check verifies the heap; tests call it.
 func (s *LeastPending) check() error { return s.h.check() }
+
+// Traits: completions count, their times do not.
+func (s *LeastPending) Traits() Traits { return Traits{IgnoresElapsed: true} }

@@ -49,6 +49,7 @@ type lrEnt struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*LeastRequests)(nil)
 
 // NewLeastRequests returns a least-requests strategy over members with the
@@ -164,3 +165,6 @@ func (s *LeastRequests) SetWeight(i, weight int) error {
 	s.relayout()
 	return nil
 }
+
+// Traits: completions count, their times do not.
+func (s *LeastRequests) Traits() Traits { return Traits{IgnoresElapsed: true} }

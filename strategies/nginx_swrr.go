@@ -76,6 +76,8 @@ type NginxSWRR struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Cyclic
 } = (*NginxSWRR)(nil)
 
 // NewNginxSWRR returns nginx's smooth weighted round-robin over members
@@ -280,3 +282,11 @@ func (s *NginxSWRR) check() error {
 	}
 	return nil
 }
+
+// Traits: a cycle of picks; completions do nothing.
+func (s *NginxSWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// Cycle is W/g picks, W the sum of the weights and g their greatest
+// common divisor: after W/g picks from the constructor's state every
+// current weight is back to 0.
+func (s *NginxSWRR) Cycle() int { return weightCycle(&s.members) }

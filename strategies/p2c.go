@@ -24,6 +24,7 @@ type P2C struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
 } = (*P2C)(nil)
 
 // NewP2C returns a power-of-two-choices strategy over members with the given
@@ -106,3 +107,6 @@ func (s *P2C) Forget(i int) error {
 	s.pending = fit(s.pending, s.Len())
 	return nil
 }
+
+// Traits: completions count, their times do not.
+func (s *P2C) Traits() Traits { return Traits{IgnoresElapsed: true} }

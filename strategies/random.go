@@ -21,6 +21,8 @@ type Random struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Sampler
 } = (*Random)(nil)
 
 // NewRandom returns a uniform random strategy over members with the given
@@ -85,4 +87,15 @@ func (s *Random) rebuild() {
 			s.order = append(s.order, i)
 		}
 	}
+}
+
+// Traits: one random draw a pick; completions do nothing.
+func (s *Random) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// NewRand returns a generator where the strategy's stands.
+func (s *Random) NewRand() *AtomicRand { return newAtomicRand(s.rng) }
+
+// PickFrom returns a uniformly chosen eligible member, drawn from r.
+func (s *Random) PickFrom(r *AtomicRand) int {
+	return s.order[r.intn(uint64(len(s.order)))]
 }

@@ -24,6 +24,8 @@ type RoundRobin struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Cyclic
 } = (*RoundRobin)(nil)
 
 // NewRoundRobin returns a round-robin strategy over members with the given
@@ -109,3 +111,9 @@ func (s *RoundRobin) rebuild(cur int) {
 		s.next = 0
 	}
 }
+
+// Traits: a cycle of picks; completions do nothing.
+func (s *RoundRobin) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// Cycle is the number of members of positive weight: one turn.
+func (s *RoundRobin) Cycle() int { return len(s.order) }

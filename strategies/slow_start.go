@@ -128,6 +128,7 @@ var _ interface {
 	Dynamic
 	BatchDone
 	Forgetter
+	Declarer
 } = (*SlowStart)(nil)
 
 // NewSlowStart builds the strategy with build over weights scaled by
@@ -434,4 +435,12 @@ func (s *SlowStart) check() error {
 		return c.check()
 	}
 	return nil
+}
+
+// Traits are the wrapped strategy's, less Concurrent: a Pick counts the
+// picks and steps the ramps.
+func (s *SlowStart) Traits() Traits {
+	t := TraitsOf(s.inner)
+	t.Concurrent = false
+	return t
 }

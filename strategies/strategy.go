@@ -1,9 +1,13 @@
 // Package strategies holds every selection algorithm the balancer can use
 // to pick a member (a worker in-process, an endpoint for an RPC or HTTP
 // client). The package is pure: no goroutines, no channels, no context.
-// Strategies are not safe for concurrent use unless their doc says so;
-// whoever shares one serializes access (the dispatcher does it by owning the
-// strategy from a single goroutine).
+// Strategies are not safe for concurrent use unless they declare it
+// (Traits.Concurrent, read with TraitsOf); whoever shares one serializes
+// access (the dispatcher does it by owning the strategy from a single
+// goroutine). A strategy's Traits also say whether Done reads its elapsed
+// time or does anything at all, and the Cyclic and Sampler interfaces let
+// a caller pick from many goroutines without a lock where the algorithm
+// allows it.
 //
 // Members are identified by dense indices: the weights given to a
 // constructor are members 0..n-1, and Add returns the next unused index.

@@ -95,6 +95,8 @@ func (e *swrrEnt) advance() {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Cyclic
 } = (*SWRR)(nil)
 
 // NewSWRR returns a smooth weighted round-robin strategy over members with
@@ -384,3 +386,11 @@ func (s *SWRR) check() error {
 	}
 	return s.checkWheel(s.pk.len() + s.elig.len())
 }
+
+// Traits: a cycle of picks; completions do nothing.
+func (s *SWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// Cycle is W/g picks, W the sum of the weights and g their greatest
+// common divisor: swrr over k·w picks as over w, and over w every window
+// recurs W slots later.
+func (s *SWRR) Cycle() int { return weightCycle(&s.members) }

@@ -24,6 +24,8 @@ type WeightedRandom struct {
 var _ interface {
 	Dynamic
 	Forgetter
+	Declarer
+	Sampler
 } = (*WeightedRandom)(nil)
 
 // NewWeightedRandom returns a weighted random strategy over members with the
@@ -78,3 +80,12 @@ func (s *WeightedRandom) SetWeight(i, weight int) error {
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // Only the eligible members are in the alias table, so it costs O(log n).
 func (s *WeightedRandom) Forget(i int) error { return s.forget(i) }
+
+// Traits: one random draw a pick; completions do nothing.
+func (s *WeightedRandom) Traits() Traits { return Traits{IgnoresDone: true} }
+
+// NewRand returns a generator where the strategy's stands.
+func (s *WeightedRandom) NewRand() *AtomicRand { return newAtomicRand(s.rng) }
+
+// PickFrom returns a member drawn from r in proportion to its weight.
+func (s *WeightedRandom) PickFrom(r *AtomicRand) int { return s.tab.sample(r.Uint64()) }

@@ -118,6 +118,7 @@ func (nopLinks) send(int, *request[int])            {}
 func (nopLinks) takeBack(int) (*request[int], bool) { return nil, false }
 func (nopLinks) add() int                           { return 0 }
 func (nopLinks) remove(int)                         {}
+func (nopLinks) forget(int) error                   { return nil }
 func (nopLinks) busy(int) time.Duration             { return 0 }
 func (nopLinks) replaced() int64                    { return 0 }
 func (nopLinks) setLimit(int, int)                  {}

@@ -20,14 +20,14 @@ import (
 func checkQuiescent(t *testing.T, s dispatcher.Stats, answered int64) {
 	t.Helper()
 	var pend int
-	var comp int64
+	comp := s.RetiredCompleted
 	for _, w := range s.Workers {
 		pend += w.Pending
 		comp += w.Completed
 		assert.GreaterOrEqual(t, w.Pending, 0, "worker %d pending", w.Index)
 	}
 	assert.Equal(t, s.Pending, pend, "Pending != sum of worker Pending")
-	assert.Equal(t, s.Completed, comp, "Completed != sum of worker Completed")
+	assert.Equal(t, s.Completed, comp, "Completed != RetiredCompleted + sum of worker Completed")
 	assert.Equal(t, s.Dispatched, s.Completed, "Dispatched != Completed after quiescence")
 	assert.Zero(t, s.Pending, "Pending after quiescence")
 	assert.False(t, s.Held, "Held after quiescence")

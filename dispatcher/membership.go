@@ -3,8 +3,13 @@ package dispatcher
 import "fmt"
 
 // AddWorker starts a new worker with the given weight while requests flow
-// and returns its index. The strategy must support membership changes
-// (strategies.Dynamic), else ErrNotDynamic.
+// and returns its index: the lowest index of a removed worker that has
+// finished its queue, or a new one, so indices, memory and the cost of a
+// membership change stay bounded by the live workers however long the
+// dispatcher churns (with a strategy that is a strategies.Forgetter, as
+// every built-in dynamic one is; otherwise indices are never reused). The
+// strategy must support membership changes (strategies.Dynamic), else
+// ErrNotDynamic.
 func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 	if !d.made() {
 		return 0, ErrNotStarted
@@ -56,6 +61,9 @@ func (d *Dispatcher[R]) removeLocked(i int) {
 	b.w[i].removed = true
 	b.live--
 	b.links.remove(i)
+	if b.w[i].pending == 0 {
+		b.forget(i)
+	}
 	if b.held != nil && b.heldW == i {
 		// Its pick can no longer be honoured: pick again.
 		r := b.held
@@ -108,19 +116,25 @@ func (b *balancer[R]) changeable(i int) error {
 }
 
 // addLocked starts a worker of the given weight on the balancer goroutine
-// and returns its index (AddWorker and Resize). Indices are never reused,
-// so the limits count every worker ever started.
+// and returns its index (AddWorker and Resize): a removed worker's, once
+// it has drained (see forget), or a new one. The limits count live
+// workers.
 func (d *Dispatcher[R]) addLocked(weight int) (int, error) {
 	b := &d.b
-	if n := len(b.w) + 1; n > MaxWorkers || n > MaxBuffer/b.depth {
-		return 0, fmt.Errorf("%w: worker %d would pass MaxWorkers (%d) or MaxBuffer (%d) queued requests", ErrBadOption, n-1, MaxWorkers, MaxBuffer)
+	if n := b.live + 1; n > MaxWorkers || n > MaxBuffer/b.depth {
+		return 0, fmt.Errorf("%w: %d live workers would pass MaxWorkers (%d) or MaxBuffer (%d) queued requests", ErrBadOption, n, MaxWorkers, MaxBuffer)
 	}
 	i, err := b.dyn.Add(weight)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	j := b.links.add()
-	b.w = append(b.w, slot{weight: weight, limit: b.base})
+	if j < len(b.w) {
+		b.retired += b.w[j].completed
+		b.w[j] = slot{weight: weight, limit: b.base}
+	} else {
+		b.w = append(b.w, slot{weight: weight, limit: b.base})
+	}
 	b.live++
 	if weight > 0 {
 		b.room++

@@ -57,7 +57,7 @@ func TestRemoveWorkerFinishesQueue(t *testing.T) {
 		}
 		s := d.Stats()
 		require.True(t, s.Workers[0].Removed)
-		require.Equal(t, 3, s.Workers[0].Pending, "the removed worker keeps its queue")
+		require.Equal(t, 3, s.Workers[0].Pending, "the removed worker keeps its queue: %+v", s.Workers)
 		unblock()
 		for i, f := range fs {
 			v, err := waitFuture(t, f, 10*time.Second)
@@ -73,10 +73,12 @@ func TestRemoveWorkerFinishesQueue(t *testing.T) {
 		s = d.Stats()
 		require.Equal(t, int64(3), s.Workers[0].Completed, "worker 0 ran its blocker and its 2 queued requests, no new one")
 		require.Equal(t, int64(len(fs)-3), s.Workers[1].Completed+s.Workers[2].Completed)
-		// Indices are never reused.
+		// The removed worker has drained: its index is the next one added.
 		i, err := d.AddWorker(1)
 		require.NoError(t, err)
-		require.Equal(t, workers, i)
+		require.Equal(t, 0, i)
+		require.False(t, d.Stats().Workers[0].Removed)
+		require.Equal(t, int64(3), d.Stats().RetiredCompleted, "the old worker 0's completions")
 	})
 }
 

@@ -50,6 +50,7 @@ type balancer[R any] struct {
 	// balancer answered itself (abandoned, or a bad pick): together, every
 	// request that left the balancer.
 	dispatched, answered, completed, stalls int64
+	retired                                 int64 // completions of workers whose index was reused
 	pend                                    pendingStats
 }
 
@@ -61,10 +62,13 @@ type links[R any] interface {
 	// takeBack removes a request still queued at worker i, if any, so it
 	// can be answered without running (abandon).
 	takeBack(i int) (*request[R], bool)
-	// add starts a worker and returns its index; remove makes worker i
-	// finish its queue and exit.
+	// add starts a worker and returns its index: the lowest forgotten
+	// one, or a new one; remove makes worker i finish its queue and exit;
+	// forget lets add reuse removed worker i's index, once every request
+	// it had is counted.
 	add() int
 	remove(i int)
+	forget(i int) error
 	// busy is worker i's published busy time; replaced counts goroutines
 	// replaced after a Goexit.
 	busy(i int) time.Duration
@@ -97,6 +101,7 @@ type slot struct {
 	completed  int64
 	busy       int64 // nanoseconds
 	removed    bool
+	forgotten  bool // removed, drained, and its index free for reuse
 
 	busySeen time.Duration // the worker's busy time when last accounted
 	per      time.Duration // the last mean duration per task, for Done
@@ -298,6 +303,26 @@ func (b *balancer[R]) adapt(i int) {
 	}
 }
 
+// forget frees removed, drained worker i's index for the next AddWorker,
+// in the strategy and in the engine together, so both hand out the same
+// index next. Membership then costs what the live workers cost, however
+// many were ever added. A strategy that cannot reuse indices (not a
+// strategies.Forgetter) keeps them all, as before.
+func (b *balancer[R]) forget(i int) {
+	s := &b.w[i]
+	if s.forgotten {
+		return
+	}
+	f, ok := b.strat.(strategies.Forgetter)
+	if !ok || f.Forget(i) != nil {
+		return
+	}
+	if b.links.forget(i) != nil {
+		return // cannot happen: the engine's worker i is removed too
+	}
+	s.forgotten = true
+}
+
 // longFlag returns worker i's long flag, made when its runner is: by New
 // and, for an added worker, on the balancer goroutine.
 func (b *balancer[R]) longFlag(i int) *atomic.Bool {
@@ -322,6 +347,9 @@ func (b *balancer[R]) complete(i, n int) {
 	b.completed += int64(n)
 	if !had && b.hasRoom(i) {
 		b.room++
+	}
+	if s.removed && s.pending == 0 {
+		b.forget(i)
 	}
 	if b.batch != nil {
 		b.batch.DoneN(i, n, s.per)

@@ -85,7 +85,12 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 		at := new(atomic.Int32)
 		at.Store(int32(base / 2))
 		c.Completed = func(queued int) { e.workerDone(at, queued) }
-		e.w = append(e.w, ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at})
+		rs := ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at}
+		if i < len(e.w) {
+			e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
+		} else {
+			e.w = append(e.w, rs)
+		}
 		return worker.New(c)
 	})
 	return e

@@ -23,13 +23,18 @@ type Stats struct {
 	Workers    []WorkerStats
 	Dispatched int64 // requests sent to workers
 	Completed  int64 // requests workers reported done
-	Pending    int   // requests at workers now
-	Held       bool  // a request waits for its picked worker's room
-	Stalls     int64 // picks that found the worker full and waited
-	Replaced   int64 // worker goroutines replaced after a task's (or a panic handler's) Goexit
-	Panics     int64 // tasks that panicked (answered with a *PanicError, or dropped for Go)
-	Goexits    int64 // tasks that called runtime.Goexit (answered with ErrTaskExited)
-	Canceled   int64 // requests answered with their context's error instead of running
+	// RetiredCompleted is the part of Completed done by removed workers
+	// whose index a later worker took (AddWorker reuses a drained
+	// worker's index): Completed is RetiredCompleted plus the sum over
+	// Workers.
+	RetiredCompleted int64
+	Pending          int   // requests at workers now
+	Held             bool  // a request waits for its picked worker's room
+	Stalls           int64 // picks that found the worker full and waited
+	Replaced         int64 // worker goroutines replaced after a task's (or a panic handler's) Goexit
+	Panics           int64 // tasks that panicked (answered with a *PanicError, or dropped for Go)
+	Goexits          int64 // tasks that called runtime.Goexit (answered with ErrTaskExited)
+	Canceled         int64 // requests answered with their context's error instead of running
 
 	// PanicHandlerFailures counts calls of the WithPanicHandler function
 	// that panicked or called runtime.Goexit (contained).
@@ -95,13 +100,15 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		Workers:    make([]WorkerStats, len(b.w)),
 		Dispatched: b.dispatched,
 		Completed:  b.completed,
-		Pending:    b.total,
-		Held:       b.held != nil,
-		Stalls:     b.stalls,
-		Replaced:   b.links.replaced(),
-		Panics:     d.panics.Load(),
-		Goexits:    d.goexits.Load(),
-		Canceled:   d.canceled.Load(),
+
+		RetiredCompleted: b.retired,
+		Pending:          b.total,
+		Held:             b.held != nil,
+		Stalls:           b.stalls,
+		Replaced:         b.links.replaced(),
+		Panics:           d.panics.Load(),
+		Goexits:          d.goexits.Load(),
+		Canceled:         d.canceled.Load(),
 
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}

@@ -34,7 +34,8 @@ func WithWorkerIndex() Option {
 // WorkerIndex returns the index of the worker running the task whose
 // context is ctx, or a context derived from it. It keeps answering after
 // the task returned (the context may live on, in a goroutine the task
-// started): the worker then runs other tasks, and may have been removed.
+// started): the worker then runs other tasks, and may have been removed
+// (and its index, once it drained, given to a worker added later).
 // ok is false, and the index -1, when d was built without WithWorkerIndex,
 // for a context no task of d received (that of another dispatcher's task
 // included), and for a nil ctx.

@@ -25,6 +25,7 @@ type workerSet[W member] struct {
 }
 
 func (s *workerSet[W]) add() int                 { return s.pool.Add() }
+func (s *workerSet[W]) forget(i int) error       { return s.pool.Forget(i) }
 func (s *workerSet[W]) busy(i int) time.Duration { return s.pool.Worker(i).Busy() }
 func (s *workerSet[W]) replaced() int64          { return s.pool.Replaced() }
 

@@ -7,6 +7,7 @@ package pool
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -28,12 +29,17 @@ type Member interface {
 	Replaced() int64
 }
 
-// Pool is the set of workers, indexed from 0; indices are never reused.
+// Pool is the set of workers, indexed from 0. The index of a removed
+// worker is reused, by the lowest first, once its owner has said with
+// Forget that nothing of it is left to count; until then indices are not
+// reused.
 type Pool[W Member] struct {
 	make    func(i int, spawn func(func())) W
 	spawn   func(func())
 	workers []W
+	free    []int // forgotten indices, for Add to reuse (lowest first)
 	wg      sync.WaitGroup
+	retired int64 // Replaced of the workers whose index was reused
 }
 
 // New starts n workers, each built by make with its index and the spawn
@@ -49,13 +55,41 @@ func New[W Member](n int, make func(i int, spawn func(func())) W) *Pool[W] {
 	return p
 }
 
-// Add starts a new worker and returns its index.
+// Add starts a new worker and returns its index: the lowest forgotten
+// one, or a new one.
 func (p *Pool[W]) Add() int {
+	if n := len(p.free); n > 0 {
+		k := 0
+		for j, i := range p.free {
+			if i < p.free[k] {
+				k = j
+			}
+		}
+		i := p.free[k]
+		p.free[k] = p.free[n-1]
+		p.free = p.free[:n-1]
+		p.retired += p.workers[i].Replaced()
+		w := p.make(i, p.spawn)
+		p.workers[i] = w
+		w.Start()
+		return i
+	}
 	i := len(p.workers)
 	w := p.make(i, p.spawn)
 	p.workers = append(p.workers, w)
 	w.Start()
 	return i
+}
+
+// Forget lets Add reuse the index of removed worker i, whose items the
+// owner has all counted. A live or unknown index, or one already
+// forgotten, is ErrNoWorker.
+func (p *Pool[W]) Forget(i int) error {
+	if i < 0 || i >= len(p.workers) || !p.workers[i].Closed() || slices.Contains(p.free, i) {
+		return fmt.Errorf("%w: %d cannot be forgotten", ErrNoWorker, i)
+	}
+	p.free = append(p.free, i)
+	return nil
 }
 
 // Worker returns worker i, for its producer (the balancer) to send to and
@@ -80,7 +114,7 @@ func (p *Pool[W]) Remove(i int) error {
 
 // Replaced returns how many worker goroutines were replaced after a Goexit.
 func (p *Pool[W]) Replaced() int64 {
-	var n int64
+	n := p.retired
 	for _, w := range p.workers {
 		n += w.Replaced()
 	}

@@ -155,3 +155,21 @@ func TestTryTake(t *testing.T) {
 	_, ok := p.Worker(0).TryTake()
 	require.False(t, ok)
 }
+
+// TestForgetReusesLowestIndex: Add reuses a forgotten index, lowest first,
+// and only a removed worker can be forgotten, once.
+func TestForgetReusesLowestIndex(t *testing.T) {
+	var sum atomic.Int64
+	p := newPool(4, &sum)
+	defer func() { p.Stop(); p.Wait() }()
+	require.ErrorIs(t, p.Forget(1), pool.ErrNoWorker, "a live worker")
+	require.ErrorIs(t, p.Forget(9), pool.ErrNoWorker, "an unknown index")
+	require.NoError(t, p.Remove(2))
+	require.NoError(t, p.Remove(1))
+	require.NoError(t, p.Forget(2))
+	require.NoError(t, p.Forget(1))
+	require.ErrorIs(t, p.Forget(1), pool.ErrNoWorker, "forgotten twice")
+	require.Equal(t, 1, p.Add())
+	require.Equal(t, 2, p.Add())
+	require.Equal(t, 4, p.Add())
+}

@@ -65,8 +65,9 @@ type lbBalancer struct {
 	weights []int                      // member index -> weight given to sh.s
 
 	// The lock-free path (lockfree.go) keeps no strategy between updates:
-	// sel is rebuilt when the weights or the config change, and cur
-	// (position or random state) when the config does.
+	// sel is rebuilt when the weights or the config change, and cur (the
+	// path the strategy declares, and its position or random state) when
+	// the config does.
 	sel    *selector
 	selKey string // cfgKey and weights sel was built with
 	cur    *cursor
@@ -152,11 +153,10 @@ func (b *lbBalancer) UpdateState(state balancer.State) {
 // call returns a new picker, as grpc-go's pickers are one per state update;
 // the schedule or table behind it is rebuilt only when the weights change.
 func (b *lbBalancer) lockFree(ready []endpointsharding.ChildState) (balancer.Picker, error) {
-	kind := lockFreeKind(b.cfg.Strategy)
-	if b.cfg.SlowStart != nil {
-		kind = lfNone // ramp steps change the strategy on Pick: the mutex path
+	if b.cur == nil || b.curKey != b.cfgKey {
+		b.cur, b.curKey = newCursor(b.cfg), b.cfgKey
 	}
-	if kind == lfNone {
+	if b.cur.kind == lfNone {
 		return nil, nil
 	}
 	weights := make([]int, len(ready))
@@ -165,12 +165,9 @@ func (b *lbBalancer) lockFree(ready []endpointsharding.ChildState) (balancer.Pic
 		weights[i] = WeightOf(c.Endpoint)
 		pickers[i] = c.State.Picker
 	}
-	if b.cur == nil || b.curKey != b.cfgKey {
-		b.cur, b.curKey = newCursor(kind, b.cfg), b.cfgKey
-	}
 	key := fmt.Sprint(b.cfgKey, weights)
 	if b.sel == nil || b.selKey != key {
-		sel, ok, err := newSelector(kind, b.cfg, weights, b.cur)
+		sel, ok, err := newSelector(b.cfg, weights, b.cur)
 		if err != nil || !ok {
 			b.sel = nil
 			return nil, err
@@ -208,7 +205,7 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 	if err != nil {
 		return err
 	}
-	b.sh = newShared(s, b.cfg.Strategy, pickers)
+	b.sh = newShared(s, pickers)
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.shKey, b.index, b.weights = b.cfgKey, index, weights
 	return nil
@@ -218,8 +215,8 @@ func (b *lbBalancer) rebuild(ready []endpointsharding.ChildState) error {
 // before it removes, so a strategy never passes through an empty set.
 func (b *lbBalancer) update(ready []endpointsharding.ChildState) error {
 	sh := b.sh
-	sh.lock()
-	defer sh.mu.Unlock()
+	sh.exclusive()
+	defer sh.unlockAll()
 	seen := resolver.NewEndpointMap[struct{}]()
 	for _, c := range ready {
 		seen.Set(c.Endpoint, struct{}{})

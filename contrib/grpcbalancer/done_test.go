@@ -2,7 +2,6 @@ package grpcbalancer
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -49,9 +48,16 @@ func TestDoneReachesStrategy(t *testing.T) {
 // last Done has returned, the next holder of the lock settles them all and
 // nothing is pending.
 func TestDoneUnderContention(t *testing.T) {
-	for _, name := range []string{"least-pending", "least-requests", "latency"} {
+	type pender interface{ Pending(int) int }
+	for _, name := range strategies.Names() {
 		t.Run(name, func(t *testing.T) {
-			p := newTestPicker(t, name, 5).(*picker)
+			p, ok := newTestPicker(t, name, 5).(*picker)
+			if !ok || p.sh.noDone || p.sh.concurrent {
+				t.Skip("no Done reported under the mutex")
+			}
+			if _, ok := p.sh.s.(pender); !ok {
+				t.Skip("no pending count to check")
+			}
 			var wg sync.WaitGroup
 			for g := range 64 {
 				wg.Go(func() {
@@ -75,7 +81,6 @@ func TestDoneUnderContention(t *testing.T) {
 			p.sh.lock()
 			defer p.sh.mu.Unlock()
 			require.Nil(t, p.sh.owed.Load())
-			type pender interface{ Pending(int) int }
 			for i := range 5 {
 				require.Zero(t, p.sh.s.(pender).Pending(i), "member %d", i)
 			}
@@ -83,29 +88,59 @@ func TestDoneUnderContention(t *testing.T) {
 	}
 }
 
-// TestIgnoresElapsed: the strategies whose calls go unclocked pick the same
-// sequence whatever elapsed their Done is given.
-func TestIgnoresElapsed(t *testing.T) {
-	w := []int{3, 1, 2, 1}
-	for name := range ignoresElapsed {
-		a, err := strategies.New(name, w)
+// undeclared is a strategy that declares no traits.
+type undeclared struct{ strategies.Strategy }
+
+// TestSharedFollowsTraits: the mutex path locks, clocks and reports Done
+// as the strategy's declared traits say, for every registered strategy;
+// one that declares nothing gets the safe default: locked, clocked, every
+// Done reported.
+func TestSharedFollowsTraits(t *testing.T) {
+	for _, name := range strategies.Names() {
+		s, err := strategies.New(name, []int{1, 2})
 		require.NoError(t, err)
-		b, err := strategies.New(name, w)
-		require.NoError(t, err)
-		r := rand.New(rand.NewPCG(1, 2))
-		var pending []int
-		for k := range 20000 {
-			if len(pending) > 0 && r.IntN(2) == 0 {
-				j := r.IntN(len(pending))
-				a.Done(pending[j], 0)
-				b.Done(pending[j], time.Duration(1+r.Int64N(int64(time.Second))))
-				pending = append(pending[:j], pending[j+1:]...)
-				continue
-			}
-			key := r.Uint64()
-			i := a.Pick(key)
-			require.Equal(t, i, b.Pick(key), "%s pick %d", name, k)
-			pending = append(pending, i)
-		}
+		tr := strategies.TraitsOf(s)
+		sh := newShared(s, nil)
+		require.Equal(t, tr.Concurrent, sh.concurrent, name)
+		require.Equal(t, tr.IgnoresDone, sh.noDone, name)
+		require.Equal(t, !tr.IgnoresElapsed, sh.timed, name)
+		sh = newShared(undeclared{s}, nil)
+		require.False(t, sh.concurrent, name)
+		require.False(t, sh.noDone, name)
+		require.True(t, sh.timed, name)
 	}
+}
+
+// TestUndeclaredGetsDone: a strategy that declares nothing has every call
+// reported to it, with its elapsed time, through the pooled Done.
+func TestUndeclaredGetsDone(t *testing.T) {
+	s, err := strategies.New("least-pending", []int{1, 1})
+	require.NoError(t, err)
+	rec := &recorder{Strategy: s}
+	p := &picker{sh: newShared(rec, []balancer.Picker{readyPicker{}, readyPicker{}})}
+	info := balancer.PickInfo{Ctx: context.Background()}
+	for range 10 {
+		r, err := p.Pick(info)
+		require.NoError(t, err)
+		require.NotNil(t, r.Done)
+		time.Sleep(time.Millisecond)
+		r.Done(balancer.DoneInfo{})
+	}
+	p.sh.lock()
+	defer p.sh.mu.Unlock()
+	require.Len(t, rec.elapsed, 10)
+	for _, e := range rec.elapsed {
+		require.GreaterOrEqual(t, e, time.Millisecond, "clocked")
+	}
+}
+
+// recorder records the elapsed times its Done gets.
+type recorder struct {
+	strategies.Strategy
+	elapsed []time.Duration
+}
+
+func (r *recorder) Done(i int, elapsed time.Duration) {
+	r.elapsed = append(r.elapsed, elapsed)
+	r.Strategy.Done(i, elapsed)
 }

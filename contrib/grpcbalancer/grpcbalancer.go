@@ -25,32 +25,43 @@
 //
 // Pick counts the call pending on the chosen member (Strategy.Pick) and the
 // call's Done callback reports its completion and latency (Strategy.Done),
-// so least-pending, least-requests and latency see every RPC in flight.
+// so the load-aware strategies (least-pending, least-requests, latency, ...)
+// see every RPC in flight.
 //
 // # Concurrency
 //
-// gRPC calls Pick concurrently, but strategies are single-owner. Each
-// policy takes one of two paths:
+// gRPC calls Pick concurrently, but strategies are single-owner unless
+// they declare otherwise. Each policy takes the path its strategy declares
+// (strategies.TraitsOf, strategies.Cyclic, strategies.Sampler), so a new
+// strategy gets the fastest path its declarations allow, and one that
+// declares nothing the safe one:
 //
-//   - Lock-free: round-robin, iwrr, swrr, random and weighted-random. Their
-//     Done is a no-op and their Pick depends only on a position or a random
-//     draw, so every state update builds a new picker over an immutable
-//     snapshot, as grpc-go's pickers are: one period of the strategy's own
-//     picks, replayed through an atomic counter (round-robin, iwrr, swrr), or
-//     the eligible members or an alias table drawn with the strategies'
-//     generator advanced by an atomic add (random, weighted-random). Pick
-//     takes no lock and the call's Done is the child's. A schedule whose
-//     period (weights' sum over their GCD) exceeds 65 536 picks keeps the
+//   - Lock-free, for a strategies.Cyclic strategy (its picks a fixed
+//     cycle: the round-robins, swrr's and nginx's smooth WRR, iwrr) or a
+//     strategies.Sampler (one random draw a pick: random, weighted-random).
+//     Their Done is a no-op, so every state update builds a new picker over
+//     an immutable snapshot, as grpc-go's pickers are: one cycle of the
+//     strategy's own picks, replayed through an atomic counter, or the
+//     strategy itself, only read, drawing from a strategies.AtomicRand,
+//     whose state an atomic add advances. Pick takes no lock and the call's
+//     Done is the child's. A cycle longer than 65 536 picks keeps the
 //     mutex instead.
-//   - Mutex: least-pending, least-requests, p2c, latency and bounded-hash,
-//     whose every Pick and Done changes per-member state the next pick
-//     reads, and consistent-hash, whose Pick only reads but which the
-//     strategies package does not promise safe for concurrent use. Each
-//     channel (not the process) has one mutex around its strategy, held for
-//     one Strategy.Pick or Strategy.Done. Only Pick waits for it: a Done that
+//   - Read-locked, for a strategy that declares Traits.Concurrent (its
+//     Pick and Done safe at once: consistent-hash, whose Pick only reads
+//     its ring). Picks and Dones share a read lock; only membership
+//     changes take it exclusively.
+//   - Mutex, for every other strategy (the load-aware ones, whose every
+//     Pick and Done changes per-member state the next pick reads, and any
+//     under slow start, whose ramps change on Pick). Each channel (not the
+//     process) has one mutex around its strategy, held for one
+//     Strategy.Pick or Strategy.Done. Only Pick waits for it: a Done that
 //     finds it held is left for the next holder to report first, so no pick
 //     misses a completion that returned before it started. The call's Done
 //     is a pooled object, not a closure: no allocation per call.
+//
+// On the last two paths a call is timed only if the strategy reads the
+// elapsed time (it does not declare Traits.IgnoresElapsed), and reported
+// only if its Done does anything (Traits.IgnoresDone).
 //
 // Sharding a load-aware strategy would remove the lock but also the global
 // view that least-pending needs. BenchmarkPickVsGRPC measures both paths

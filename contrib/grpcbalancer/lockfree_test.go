@@ -16,36 +16,52 @@ import (
 
 var weightSets = [][]int{{1, 1, 1}, {3, 1}, {5, 1, 1}, {100, 100, 66, 1}, {4, 0, 2}, {2, 4, 6}, {7, 3, 9, 1, 12}}
 
+// lockFreeNames returns the registered strategies that declare a
+// lock-free form of the given kind (lfNone: any).
+func lockFreeNames(t testing.TB, kind int) []string {
+	var names []string
+	for _, name := range strategies.Names() {
+		k := newCursor(&Config{Strategy: name}).kind
+		if k != lfNone && (kind == lfNone || k == kind) {
+			names = append(names, name)
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
+}
+
 func testSelector(t *testing.T, strategy string, weights []int, seed *uint64) *selector {
 	t.Helper()
 	cfg := &Config{Strategy: strategy, Seed: seed}
-	kind := lockFreeKind(strategy)
-	sel, ok, err := newSelector(kind, cfg, weights, newCursor(kind, cfg))
+	cur := newCursor(cfg)
+	require.NotEqual(t, lfNone, cur.kind, strategy)
+	sel, ok, err := newSelector(cfg, weights, cur)
 	require.NoError(t, err)
 	require.True(t, ok, "%s %v replayable", strategy, weights)
 	return sel
 }
 
 // TestScheduleIsTheStrategy: the replayed schedule is the strategy's own
-// sequence. round-robin and swrr are periodic from their initial state, so
-// three periods match pick for pick; iwrr's first cycle may order members
-// differently from the later ones (a member's place in the next cycle is
-// where it ran out of credit), so it matches its first cycle and every
-// whole number of cycles gives the strategy's counts.
+// sequence: one recorded cycle matches the strategy's first cycle pick for
+// pick, and three cycles give the strategy's counts (a strategies.Cyclic
+// may order its first cycle differently from the later ones, as iwrr
+// does; the others match all three pick for pick, which
+// TestScheduleMatchesWholly checks for swrr).
 func TestScheduleIsTheStrategy(t *testing.T) {
-	for _, name := range []string{"round-robin", "swrr", "iwrr"} {
+	for _, name := range lockFreeNames(t, lfSchedule) {
 		for _, w := range weightSets {
 			t.Run(fmt.Sprint(name, w), func(t *testing.T) {
 				sel := testSelector(t, name, w, nil)
 				s, err := strategies.New(name, w)
 				require.NoError(t, err)
 				period := len(sel.sched)
+				require.Equal(t, s.(strategies.Cyclic).Cycle(), period)
 				got, want := make([]int, len(w)), make([]int, len(w))
 				for k := range 3 * period {
 					g, st := int(sel.next()), s.Pick(0)
 					got[g]++
 					want[st]++
-					if name != "iwrr" || k < period {
+					if k < period {
 						require.Equal(t, st, g, "pick %d", k)
 					}
 				}
@@ -55,12 +71,24 @@ func TestScheduleIsTheStrategy(t *testing.T) {
 	}
 }
 
+// TestScheduleMatchesWholly: swrr's replay is its sequence, pick for pick,
+// over three cycles.
+func TestScheduleMatchesWholly(t *testing.T) {
+	for _, w := range weightSets {
+		sel := testSelector(t, "swrr", w, nil)
+		s, err := strategies.New("swrr", w)
+		require.NoError(t, err)
+		for k := range 3 * len(sel.sched) {
+			require.Equal(t, s.Pick(0), int(sel.next()), "%v pick %d", w, k)
+		}
+	}
+}
+
 // TestRandomIsTheStrategy: seeded alike, the lock-free random pickers draw
-// the strategy's sequence, pick for pick (this pins the generator and the
-// alias table to the strategies package's).
+// the strategy's sequence, pick for pick.
 func TestRandomIsTheStrategy(t *testing.T) {
 	seed := uint64(7)
-	for _, name := range []string{"random", "weighted-random"} {
+	for _, name := range lockFreeNames(t, lfSample) {
 		for _, w := range weightSets {
 			for _, sd := range []*uint64{nil, &seed} {
 				opts := []strategies.Option{}
@@ -87,13 +115,14 @@ func (c *countingPicker) Pick(balancer.PickInfo) (balancer.PickResult, error) {
 }
 
 // TestLockFreeParallel: 64 goroutines share one picker (run with -race).
-// A schedule gives exact shares over whole periods whatever the
+// A schedule gives exact shares over whole cycles whatever the
 // interleaving, since each pick takes its own position; the random ones
-// stay within 5 standard deviations of w_i/W. This machine has 2 cores, so
-// 64 goroutines interleave rather than run at once.
+// stay within 5 standard deviations of the strategy's own shares (those
+// of 400 000 of its picks). This machine has 2 cores, so 64 goroutines
+// interleave rather than run at once.
 func TestLockFreeParallel(t *testing.T) {
 	const goroutines = 64
-	for _, name := range []string{"round-robin", "iwrr", "swrr", "random", "weighted-random"} {
+	for _, name := range lockFreeNames(t, lfNone) {
 		w := []int{5, 0, 3, 1, 1}
 		t.Run(name, func(t *testing.T) {
 			sel := testSelector(t, name, w, nil)
@@ -103,8 +132,8 @@ func TestLockFreeParallel(t *testing.T) {
 				children[i] = &countingPicker{}
 				p.pickers = append(p.pickers, children[i])
 			}
-			per := 2000 * len(sel.sched) // whole periods in total for schedules
-			if name == "random" || name == "weighted-random" {
+			per := 2000 * len(sel.sched) // whole cycles in total for schedules
+			if sel.smp != nil {
 				per = 4000
 			}
 			var wg sync.WaitGroup
@@ -119,24 +148,28 @@ func TestLockFreeParallel(t *testing.T) {
 			}
 			wg.Wait()
 			total := float64(goroutines * per)
-			share := func(i int) float64 { // the strategy's share of member i
-				switch {
-				case w[i] == 0:
-					return 0
-				case name == "round-robin" || name == "random":
-					return 1.0 / 4
+			share := make([]float64, len(w)) // the strategy's share of each member
+			if sel.smp == nil {
+				for _, i := range sel.sched {
+					share[i] += 1 / float64(len(sel.sched))
 				}
-				return float64(w[i]) / 10
+			} else {
+				s, err := strategies.New(name, w, strategies.WithSeed(99))
+				require.NoError(t, err)
+				for range 400000 {
+					share[s.Pick(0)] += 1.0 / 400000
+				}
 			}
 			for i, c := range children {
 				n := float64(c.n.Load())
-				if sel.kind == lfSchedule {
-					require.Equal(t, total*share(i), n, "member %d", i)
+				if sel.smp == nil {
+					require.InDelta(t, total*share[i], n, 1e-6*total, "member %d", i)
 					continue
 				}
-				sd := math.Sqrt(total * share(i) * (1 - share(i)))
-				require.InDelta(t, total*share(i), n, 5*sd+1, "member %d", i)
+				sd := math.Sqrt(total * share[i] * (1 - share[i]))
+				require.InDelta(t, total*share[i], n, 5*sd+1, "member %d", i)
 			}
+			require.Zero(t, children[1].n.Load(), "weight 0 is never picked")
 		})
 	}
 }

@@ -8,27 +8,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lockFreePolicies is the documented split: these strategies get the
-// lock-free picker, every other registered one the mutex.
-var lockFreePolicies = map[string]bool{
-	"round-robin": true, "iwrr": true, "swrr": true, "random": true, "weighted-random": true,
-}
-
-// TestPolicyPath: each policy's picker on a real channel takes the path its
-// documentation says.
+// TestPolicyPath: each policy's picker on a real channel takes the path
+// its strategy declares: lock-free for a strategies.Cyclic or
+// strategies.Sampler, else the shared picker, concurrent for a strategy
+// declaring Traits.Concurrent.
 func TestPolicyPath(t *testing.T) {
 	addrs := servers(t, 2)
 	for _, name := range strategies.Names() {
 		t.Run(name, func(t *testing.T) {
+			s, err := strategies.New(name, []int{1, 1})
+			require.NoError(t, err)
+			_, cyclic := s.(strategies.Cyclic)
+			_, sampler := s.(strategies.Sampler)
 			ch := openChannel(t, PolicyName(name), "", addrs, nil)
 			p := ch.picker()
-			if lockFreePolicies[name] {
+			if cyclic || sampler {
 				require.IsType(t, &lockFreePicker{}, p)
-			} else {
-				require.IsType(t, &picker{}, p)
+				return
 			}
+			require.IsType(t, &picker{}, p)
+			require.Equal(t, strategies.TraitsOf(s).Concurrent, p.(*picker).sh.concurrent)
 		})
 	}
+	// Two pinned: nginx-swrr declares its cycle, consistent-hash its
+	// concurrent picks.
+	require.IsType(t, &lockFreePicker{}, openChannel(t, PolicyName("nginx-swrr"), "", addrs, nil).picker())
+	require.True(t, openChannel(t, PolicyName("consistent-hash"), "", addrs, nil).picker().(*picker).sh.concurrent)
 }
 
 // TestLockFreeMembership: a membership or weight change sends a new picker

@@ -12,37 +12,38 @@ import (
 )
 
 // shared is one strategy and the child picker of each of its members, for
-// the strategies that keep per-member state (least-pending, least-requests,
-// p2c, latency, bounded-hash, and consistent-hash, whose concurrent Pick the
-// strategies package does not promise; the others take the lock-free path
-// of lockfree.go). The balancer changes it on membership updates; pickers
-// and Done callbacks use it concurrently, so every access holds mu. The
-// critical section is one Strategy.Pick or Strategy.Done plus a slice read:
-// see BenchmarkPick.
+// the strategies without a lock-free form (lockfree.go). The balancer
+// changes it on membership updates; pickers and Done callbacks use it
+// concurrently. The strategy's declared traits (strategies.TraitsOf) set
+// how:
 //
-// Only Pick waits for mu. A Done that finds it held leaves its call on owed
-// and returns, and whoever holds mu next reports it before doing anything
-// else (lock): every Pick that starts after a Done returned still sees that
-// completion, but a busy channel takes one contended lock per call, not
-// two, and Done, which runs on gRPC's stream teardown, never parks.
+//   - Concurrent: picks and Dones hold rw for reading, so they run at
+//     once; a membership change holds it for writing (and mu).
+//   - Otherwise every access holds mu. The critical section is one
+//     Strategy.Pick or Strategy.Done plus a slice read: see BenchmarkPick.
+//     Only Pick waits for mu. A Done that finds it held leaves its call on
+//     owed and returns, and whoever holds mu next reports it before doing
+//     anything else (lock): every Pick that starts after a Done returned
+//     still sees that completion, but a busy channel takes one contended
+//     lock per call, not two, and Done, which runs on gRPC's stream
+//     teardown, never parks.
+//
+// A strategy that IgnoresDone gets no Done at all (a call's Done is the
+// child's), and one that IgnoresElapsed is not clocked.
 type shared struct {
-	mu      sync.Mutex
-	s       strategies.Strategy
-	pickers []balancer.Picker // member index -> READY child's picker; nil once removed
-	timed   bool              // s reads Done's elapsed: clock the calls
-	owed    atomic.Pointer[call]
+	mu         sync.Mutex
+	rw         sync.RWMutex // concurrent only
+	s          strategies.Strategy
+	pickers    []balancer.Picker // member index -> READY child's picker; nil once removed
+	concurrent bool              // s is safe for concurrent Pick and Done
+	noDone     bool              // s ignores Done: report nothing
+	timed      bool              // s reads Done's elapsed: clock the calls
+	owed       atomic.Pointer[call]
 }
 
-func newShared(s strategies.Strategy, name string, pickers []balancer.Picker) *shared {
-	return &shared{s: s, pickers: pickers, timed: !ignoresElapsed[name]}
-}
-
-// ignoresElapsed lists the mutex-path strategies whose Done does not read
-// elapsed, so their calls skip two clock reads; TestIgnoresElapsed checks
-// each. Anything unlisted is clocked.
-var ignoresElapsed = map[string]bool{
-	"least-pending": true, "least-requests": true, "p2c": true,
-	"bounded-hash": true, "consistent-hash": true,
+func newShared(s strategies.Strategy, pickers []balancer.Picker) *shared {
+	t := strategies.TraitsOf(s)
+	return &shared{s: s, pickers: pickers, concurrent: t.Concurrent, noDone: t.IgnoresDone, timed: !t.IgnoresElapsed}
 }
 
 // yields bounds how often lock gives up its P before it parks. A holder
@@ -56,6 +57,40 @@ var ignoresElapsed = map[string]bool{
 // spinning on their own call) measured no better: 336 against 304 ns at 64
 // goroutines for least-requests, 7 interleaved rounds, 2026-12-01.
 const yields = 32
+
+// exclusive takes the strategy for a membership change: no Pick or Done
+// runs until unlockAll.
+func (sh *shared) exclusive() {
+	sh.lock()
+	if sh.concurrent {
+		sh.rw.Lock()
+	}
+}
+
+func (sh *shared) unlockAll() {
+	if sh.concurrent {
+		sh.rw.Unlock()
+	}
+	sh.mu.Unlock()
+}
+
+// use takes the strategy for one Pick or Done: shared with the others when
+// it is concurrent, else mu (see lock).
+func (sh *shared) use() {
+	if sh.concurrent {
+		sh.rw.RLock()
+		return
+	}
+	sh.lock()
+}
+
+func (sh *shared) unuse() {
+	if sh.concurrent {
+		sh.rw.RUnlock()
+		return
+	}
+	sh.mu.Unlock()
+}
 
 // lock takes mu and reports the Done calls owed to the strategy.
 func (sh *shared) lock() {
@@ -82,9 +117,12 @@ func (sh *shared) settle() {
 
 // done reports a finished call to the strategy.
 func (sh *shared) done(i int, elapsed time.Duration) {
-	sh.lock()
+	if sh.noDone {
+		return
+	}
+	sh.use()
 	sh.s.Done(i, elapsed)
-	sh.mu.Unlock()
+	sh.unuse()
 }
 
 // picker is the policy's balancer.Picker. It never blocks beyond mu.
@@ -102,18 +140,21 @@ var _ balancer.Picker = (*picker)(nil)
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	key := routingKey(info.Ctx, p.keyHeader)
 	sh := p.sh
-	sh.lock()
+	sh.use()
 	i := sh.s.Pick(key)
 	var child balancer.Picker
 	if i >= 0 && i < len(sh.pickers) {
 		child = sh.pickers[i]
 	}
-	sh.mu.Unlock()
+	sh.unuse()
 	if child == nil {
 		// A strategy returning a removed member is a bug in it; fail the
 		// call with a message rather than panic in gRPC's picker loop.
 		sh.done(i, 0)
 		return balancer.PickResult{}, fmt.Errorf("grpcbalancer: strategy picked member %d, which is not ready", i)
+	}
+	if sh.noDone {
+		return child.Pick(info) // nothing to report: the child's result, its Done included
 	}
 	var start time.Time
 	if sh.timed {
@@ -185,7 +226,12 @@ func (c *call) done(di balancer.DoneInfo) {
 	}
 	sh, child := c.sh, c.child
 	c.elapsed = since(sh.timed, c.start)
-	if sh.mu.TryLock() {
+	if sh.concurrent {
+		sh.rw.RLock()
+		sh.s.Done(c.i, c.elapsed)
+		sh.rw.RUnlock()
+		c.release()
+	} else if sh.mu.TryLock() {
 		sh.settle()
 		sh.s.Done(c.i, c.elapsed)
 		sh.mu.Unlock()

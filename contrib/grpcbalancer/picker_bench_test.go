@@ -26,8 +26,8 @@ func newTestPicker(tb testing.TB, strategy string, n int) balancer.Picker {
 		pickers[i] = readyPicker{}
 	}
 	cfg := &Config{Strategy: strategy}
-	if kind := lockFreeKind(strategy); kind != lfNone {
-		sel, ok, err := newSelector(kind, cfg, strategies.Equal(n), newCursor(kind, cfg))
+	if cur := newCursor(cfg); cur.kind != lfNone {
+		sel, ok, err := newSelector(cfg, strategies.Equal(n), cur)
 		require.NoError(tb, err)
 		if ok {
 			return &lockFreePicker{sel: sel, pickers: pickers}
@@ -35,7 +35,7 @@ func newTestPicker(tb testing.TB, strategy string, n int) balancer.Picker {
 	}
 	s, err := strategies.New(strategy, strategies.Equal(n))
 	require.NoError(tb, err)
-	return &picker{sh: newShared(s, strategy, pickers)}
+	return &picker{sh: newShared(s, pickers)}
 }
 
 // TestPickDoneAllocs: a Pick and its Done allocate nothing on either path.
@@ -84,9 +84,9 @@ func TestPickerCountsUntilDone(t *testing.T) {
 
 // BenchmarkPick measures a Pick and its Done through the policy's picker,
 // from GOMAXPROCS goroutines at once (via=picker): for the lock-free
-// strategies an atomic add and a table read; for the others the
-// per-channel mutex twice, the strategy, time.Now/Since and the pooled
-// Done. via=strategy is the bare strategy's Pick+Done on one goroutine, the
+// strategies an atomic add and a table read; for a concurrent one a read
+// lock; for the others the per-channel mutex twice, the strategy,
+// time.Now/Since where it reads elapsed, and the pooled Done. via=strategy is the bare strategy's Pick+Done on one goroutine, the
 // floor the picker adds to.
 func BenchmarkPick(b *testing.B) {
 	info := balancer.PickInfo{Ctx: context.Background()}

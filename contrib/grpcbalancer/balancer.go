@@ -181,8 +181,9 @@ func (b *lbBalancer) lockFree(ready []endpointsharding.ChildState) (balancer.Pic
 }
 
 // reconcile makes b.sh's members the ready endpoints. A Dynamic strategy is
-// changed in place (Add, SetWeight, Remove), keeping its pending counts and
-// the hashing rings stable; any other strategy, a config change or a failed
+// changed in place (Add, SetWeight, Remove, and Forget once a removed
+// member's calls are all reported: see shared), keeping its pending counts
+// and the hashing rings stable; any other strategy, a config change or a failed
 // change rebuilds it. Calls picked from a replaced strategy still report
 // Done to that one (their closure holds it), so nothing is miscounted.
 func (b *lbBalancer) reconcile(ready []endpointsharding.ChildState) error {
@@ -227,9 +228,9 @@ func (b *lbBalancer) update(ready []endpointsharding.ChildState) error {
 			if i, err = b.dyn.Add(w); err != nil {
 				return err
 			}
-			b.index.Set(c.Endpoint, i)
-			for len(sh.pickers) <= i {
-				sh.pickers = append(sh.pickers, nil)
+			b.index.Set(c.Endpoint, i) // a new index, or one the strategy forgot
+			sh.grow(i)
+			for len(b.weights) <= i {
 				b.weights = append(b.weights, 0)
 			}
 			b.weights[i] = w
@@ -249,7 +250,7 @@ func (b *lbBalancer) update(ready []endpointsharding.ChildState) error {
 			return err
 		}
 		b.index.Delete(ep)
-		sh.pickers[i] = nil
+		sh.retire(i)
 	}
 	return nil
 }

@@ -30,6 +30,14 @@ import (
 //
 // A strategy that IgnoresDone gets no Done at all (a call's Done is the
 // child's), and one that IgnoresElapsed is not clocked.
+//
+// A removed member is forgotten (strategies.Forgetter) once no Done can
+// come for it any more, so that the strategy reuses its index and a
+// channel whose endpoints come and go keeps it at the size of the
+// endpoints it has: at once if the strategy ignores Done, else, on the
+// mutex path, when the last call picked for it is reported (inflight
+// counts them). A concurrent strategy whose Done matters (none of the
+// strategies package's) is never told to forget.
 type shared struct {
 	mu         sync.Mutex
 	rw         sync.RWMutex // concurrent only
@@ -37,13 +45,62 @@ type shared struct {
 	pickers    []balancer.Picker // member index -> READY child's picker; nil once removed
 	concurrent bool              // s is safe for concurrent Pick and Done
 	noDone     bool              // s ignores Done: report nothing
+	counted    bool              // mutex path with Done reported: inflight is kept
 	timed      bool              // s reads Done's elapsed: clock the calls
+	inflight   []int32           // counted: calls picked and not yet reported, per member
+	draining   []bool            // counted: removed, to be forgotten when inflight reaches 0
 	owed       atomic.Pointer[call]
 }
 
 func newShared(s strategies.Strategy, pickers []balancer.Picker) *shared {
 	t := strategies.TraitsOf(s)
-	return &shared{s: s, pickers: pickers, concurrent: t.Concurrent, noDone: t.IgnoresDone, timed: !t.IgnoresElapsed}
+	sh := &shared{s: s, pickers: pickers, concurrent: t.Concurrent, noDone: t.IgnoresDone, timed: !t.IgnoresElapsed}
+	sh.counted = !sh.noDone && !sh.concurrent
+	sh.grow(len(pickers) - 1)
+	return sh
+}
+
+// grow makes room for member i; the caller holds the strategy exclusively.
+func (sh *shared) grow(i int) {
+	for len(sh.pickers) <= i {
+		sh.pickers = append(sh.pickers, nil)
+	}
+	for len(sh.inflight) <= i {
+		sh.inflight = append(sh.inflight, 0)
+		sh.draining = append(sh.draining, false)
+	}
+}
+
+// retire takes removed member i's picker out and forgets it when no Done
+// can come for it any more, else marks it draining; the caller holds the
+// strategy exclusively.
+func (sh *shared) retire(i int) {
+	sh.pickers[i] = nil
+	switch {
+	case sh.noDone, sh.counted && sh.inflight[i] == 0:
+		sh.forget(i)
+	case sh.counted:
+		sh.draining[i] = true
+	}
+}
+
+func (sh *shared) forget(i int) {
+	if f, ok := sh.s.(strategies.Forgetter); ok {
+		_ = f.Forget(i) // i is removed, so this succeeds; if not, its index is just not reused
+	}
+}
+
+// report passes a finished call to the strategy, and forgets its member if
+// it was the last call of a removed one; the caller holds mu.
+func (sh *shared) report(i int, elapsed time.Duration) {
+	sh.s.Done(i, elapsed)
+	if !sh.counted || i < 0 || i >= len(sh.inflight) {
+		return
+	}
+	if sh.inflight[i]--; sh.inflight[i] == 0 && sh.draining[i] {
+		sh.draining[i] = false
+		sh.forget(i)
+	}
 }
 
 // yields bounds how often lock gives up its P before it parks. A holder
@@ -109,7 +166,7 @@ func (sh *shared) lock() {
 func (sh *shared) settle() {
 	for c := sh.owed.Swap(nil); c != nil; {
 		next := c.next
-		sh.s.Done(c.i, c.elapsed)
+		sh.report(c.i, c.elapsed)
 		c.release()
 		c = next
 	}
@@ -117,12 +174,17 @@ func (sh *shared) settle() {
 
 // done reports a finished call to the strategy.
 func (sh *shared) done(i int, elapsed time.Duration) {
-	if sh.noDone {
-		return
+	switch {
+	case sh.noDone:
+	case sh.concurrent:
+		sh.rw.RLock()
+		sh.s.Done(i, elapsed)
+		sh.rw.RUnlock()
+	default:
+		sh.lock()
+		sh.report(i, elapsed)
+		sh.mu.Unlock()
 	}
-	sh.use()
-	sh.s.Done(i, elapsed)
-	sh.unuse()
 }
 
 // picker is the policy's balancer.Picker. It never blocks beyond mu.
@@ -145,6 +207,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	var child balancer.Picker
 	if i >= 0 && i < len(sh.pickers) {
 		child = sh.pickers[i]
+		if sh.counted {
+			sh.inflight[i]++ // reported by this call's Done, or below
+		}
 	}
 	sh.unuse()
 	if child == nil {
@@ -233,7 +298,7 @@ func (c *call) done(di balancer.DoneInfo) {
 		c.release()
 	} else if sh.mu.TryLock() {
 		sh.settle()
-		sh.s.Done(c.i, c.elapsed)
+		sh.report(c.i, c.elapsed)
 		sh.mu.Unlock()
 		c.release()
 	} else {

@@ -7,11 +7,10 @@ import (
 	"time"
 )
 
-// loadAware strategies count pending on Pick, so their benchmark measures a
-// Pick plus its Done.
-var loadAware = map[string]bool{
-	"least-pending": true, "least-requests": true, "p2c": true, "latency": true, "bounded-hash": true,
-}
+// loadAware reports whether s's Done does anything (the load-aware
+// strategies count pending on Pick), so that its benchmark measures a Pick
+// plus its Done.
+func loadAware(s Strategy) bool { return !TraitsOf(s).IgnoresDone }
 
 // BenchmarkPick measures one pick (plus its Done for load-aware strategies)
 // over n members with random weights 1..100.
@@ -30,7 +29,7 @@ func BenchmarkPick(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				done := loadAware[name]
+				done := loadAware(s)
 				key := uint64(0)
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -68,7 +67,7 @@ func BenchmarkPickColdKeys(b *testing.B) {
 			for i := range keys {
 				keys[i] = r.Uint64()
 			}
-			done := loadAware[name]
+			done := loadAware(s)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for k := range b.N {

@@ -14,7 +14,13 @@ type Constructor func(weights []int, opts ...Option) (Strategy, error)
 // changes after init, so reading it needs no lock.
 var registry = map[string]Constructor{}
 
-// register is called from each strategy file's init.
+// register is called from each strategy file's init: a strategy is added
+// by its own file, strategies/<name>.go, whose init registers its
+// constructor under its name. The tests then hold it to the package's
+// promises by that name (conformance_test.go's behaviour table must list
+// what distribution it promises), and to its declarations: it must
+// declare its Traits (Declarer), and, if it is Dynamic, forget
+// (Forgetter); see TestEveryStrategyDeclares and TestDeclaredTraits.
 func register(name string, c Constructor) {
 	if _, dup := registry[name]; dup {
 		panic("strategies: duplicate registration of " + name) // programming error at init

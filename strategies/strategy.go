@@ -12,8 +12,8 @@
 // Members are identified by dense indices: the weights given to a
 // constructor are members 0..n-1, and Add returns the next unused index.
 // A removed member's index stays invalid, and is reused only after the
-// caller forgets it (Forgetter): a caller that never calls Forget never
-// sees an index twice.
+// caller forgets it (Forgetter): then Add returns the lowest forgotten
+// index first. A caller that never calls Forget never sees an index twice.
 package strategies
 
 import (

@@ -190,7 +190,7 @@ func (h *handler) serveControl(w http.ResponseWriter, r *http.Request, seg strin
 	case "resize":
 		err = c.Resize(req.Workers)
 	default:
-		err = errors.New(`Op must be "weight" or "resize"`)
+		err = errors.New(`the op must be "weight" or "resize"`)
 	}
 	if err != nil {
 		http.Error(w, "control: "+err.Error(), http.StatusBadRequest)

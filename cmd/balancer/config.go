@@ -39,7 +39,8 @@ type config struct {
 	compare                       []string
 	rounds                        int
 	plot                          string
-	progress                      bool // a progress bar on stderr (if it is a terminal)
+	progress                      bool   // a progress bar on stderr (if it is a terminal)
+	serve                         string // -serve ADDR: the live view, until Ctrl-C (serve.go)
 }
 
 // errHelp: -h was asked for and the usage was printed.
@@ -89,6 +90,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.churn, "churn", 0, "every DUR, add a fresh worker and remove the oldest while requests flow (0: off)")
 	cmp := fs.String("compare", "", "run the same workload under each strategy of a list, e.g. least-pending,round-robin,p2c")
 	fs.IntVar(&c.rounds, "rounds", defRounds, "rounds per value of a -worker-buffer, -engine or -completion-buffer list")
+	fs.StringVar(&c.serve, "serve", "", serveFlag)
 	fs.StringVar(&c.plot, "plot", "", "write a PNG: cumulative picks per worker against the ideal line, and pending per worker over time\n(checked writable before the run; after an interrupt, the partial run's)")
 
 	if err := fs.Parse(args); err != nil {
@@ -271,6 +273,9 @@ func (c *config) validate(set map[string]bool) error {
 		return errors.New("-all is for the per-worker and -picks tables: -compare and rounds tables are never cut")
 	}
 	if err := c.checkScenario(set, lists); err != nil {
+		return err
+	}
+	if err := c.checkServe(set, lists); err != nil {
 		return err
 	}
 	if c.completions != nil {

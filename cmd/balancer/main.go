@@ -60,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	ax := cfg.axis()
 	switch {
+	case cfg.serve != "":
+		err = runServe(ctx, cfg, stdout, stderr)
 	case cfg.scenario == scenarioTenants:
 		err = runTenants(ctx, cfg, stdout, stderr)
 	case cfg.picks > 0:

@@ -34,15 +34,18 @@
   function fill(tbody, rows) { tbody.replaceChildren(...rows); }
 
   // spark draws series [[t, v], ...] into svg over the last st.history ms.
-  function spark(svg, series, w, h) {
+  function spark(svg, series, w, h, floor) {
     svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
     svg.setAttribute("preserveAspectRatio", "none");
+    // The x axis spans the samples kept, from 10 s up to the view's window.
     const now = st.points.length ? st.points[st.points.length - 1].Time : Date.now();
-    const from = now - st.history;
-    let max = 1;
+    const first = st.points.length ? st.points[0].Time : now;
+    const span = Math.min(Math.max(now - first, 10000), st.history);
+    const from = now - span;
+    let max = floor || 1;
     for (const [, v] of series) if (v > max) max = v;
     const pts = series.filter(([t]) => t >= from)
-      .map(([t, v]) => `${((t - from) / st.history * w).toFixed(1)},${(h - 1 - v / max * (h - 3)).toFixed(1)}`);
+      .map(([t, v]) => `${((t - from) / span * w).toFixed(1)},${(h - 1 - v / max * (h - 3)).toFixed(1)}`);
     const axis = document.createElementNS(SVG, "line");
     axis.setAttribute("class", "axis");
     axis.setAttribute("x1", 0); axis.setAttribute("x2", w);
@@ -84,10 +87,13 @@
 
   function workers(s) {
     const tb = $("workers").tBodies[0];
+    // One scale for every worker's sparkline, so that they compare.
+    let top = 1;
+    for (const p of st.points) for (const v of p.Pending) if (v > top) top = v;
     fill(tb, s.Workers.map((w) => {
       const svg = document.createElementNS(SVG, "svg");
       svg.setAttribute("class", "spark");
-      spark(svg, st.points.filter((p) => w.Index < p.Pending.length).map((p) => [p.Time, p.Pending[w.Index]]), 180, 22);
+      spark(svg, st.points.filter((p) => w.Index < p.Pending.length).map((p) => [p.Time, p.Pending[w.Index]]), 180, 22, top);
       const bar = el("span", undefined, "bar");
       const fillBar = el("i");
       fillBar.style.width = (100 * w.Busy).toFixed(0) + "%";
@@ -113,6 +119,9 @@
   function render(s) {
     $("seq").textContent = s.Seq;
     $("interval").textContent = fmtDur(s.Interval);
+    const n = st.points.length;
+    const span = n ? Math.min(Math.max(st.points[n - 1].Time - st.points[0].Time, 10000), st.history) : 10000;
+    $("span").textContent = span < 120000 ? Math.round(span / 1000) + " s" : Math.round(span / 60000) + " min";
     cards(s);
     const rates = [];
     for (let i = 1; i < st.points.length; i++) {

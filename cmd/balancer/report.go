@@ -30,6 +30,10 @@ type Report struct {
 	Latency     Latency  `json:"latency_ns"`       // submit to answer, every answered request
 	Pending     Pending  `json:"pending"`
 	PerWorker   []Worker `json:"per_worker"`
+	// RetiredCompleted: requests run by removed workers whose index a later
+	// worker took (-churn reuses drained workers' indices); per_worker
+	// shows the worker holding each index at the end.
+	RetiredCompleted int64 `json:"retired_completed,omitempty"`
 }
 
 // Settings are the knobs of a run besides the strategy and the counts. A
@@ -124,6 +128,7 @@ func buildReport(c *config, s setup, h *histogram, o *outcomes, elapsed time.Dur
 	if elapsed > 0 {
 		r.Throughput = float64(r.answered()) / elapsed.Seconds()
 	}
+	r.RetiredCompleted = st.RetiredCompleted
 	var total int64
 	for _, w := range st.Workers {
 		total += w.Completed

@@ -103,6 +103,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	mux := http.NewServeMux()
 	mux.Handle("/debug/balancer/", v.Handler())
+	mux.Handle("/admin/balancer/", v.Handler(balancerview.AllowControl()))
 	srv := httptest.NewUnstartedServer(mux)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -166,6 +167,11 @@ func TestPageInBrowser(t *testing.T) {
 	now := d.Stats()
 	assert.GreaterOrEqual(t, now.Completed, s.Stats.Completed)
 
+	// Read-only: no control form.
+	hidden, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById("control").hidden`))
+	require.NoError(t, err)
+	assert.True(t, hidden, "the read-only page shows a control form")
+
 	if path := os.Getenv("BALANCERVIEW_SCREENSHOT"); path != "" {
 		// A few seconds of history first, so that the sparklines show it.
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`(+document.body.dataset.updates || 0) >= 24`,
@@ -176,6 +182,20 @@ func TestPageInBrowser(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 		t.Logf("screenshot written to %s", path)
 	}
+
+	// With AllowControl, the page's form sets a weight through a POST.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(srv.URL+"/admin/balancer/?name=images"),
+		chromedp.WaitVisible(chromedp.CSS(`#weight-form`)),
+		chromedp.SetValue(chromedp.CSS(`#cw-worker`), "1"),
+		chromedp.SetValue(chromedp.CSS(`#cw-weight`), "3"),
+		chromedp.Click(chromedp.CSS(`#weight-form button`)),
+	))
+	msg, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById("control-msg").textContent`,
+		chromedp.WithPollingInterval(50*time.Millisecond)))
+	require.NoError(t, err)
+	assert.Equal(t, "done", msg)
+	assert.Equal(t, 3, d.Stats().Workers[1].Weight)
 }
 
 func number(t *testing.T, s string) int64 {

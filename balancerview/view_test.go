@@ -89,7 +89,9 @@ func TestSampleMatchesStats(t *testing.T) {
 	assert.JSONEq(t, `{"Names":["main"]}`, body)
 
 	run(t, d, 300)
-	// The dispatcher is quiet: within a sample, the JSON is Stats itself.
+	// The dispatcher is quiet (every completion counted): within a
+	// sample, the JSON is Stats itself.
+	require.Eventually(t, func() bool { return d.Stats().Completed == 300 }, 5*time.Second, time.Millisecond)
 	want := d.Stats()
 	s := sample(t, base+"api/main")
 	require.GreaterOrEqual(t, s.Seq, int64(1))
@@ -236,13 +238,15 @@ func TestSamplesOnlyWhileRead(t *testing.T) {
 		"the sampler stops once no one reads")
 	idle := sample(t, base+"api/main").Seq // restarts it, with a fresh sample
 	assert.Greater(t, idle, s.Seq)
-	time.Sleep(400 * time.Millisecond) // past idle: stopped again
-	running, starts = v.Sampling()
-	assert.False(t, running)
+	require.Eventually(t, func() bool { r, _ := v.Sampling(); return !r }, 3*time.Second, 10*time.Millisecond,
+		"stopped again")
+	_, starts = v.Sampling()
 	assert.Equal(t, 2, starts)
-	s = sample(t, base+"api/main")
-	time.Sleep(20 * time.Millisecond)
-	assert.LessOrEqual(t, s.Seq, idle+int64(1+400/50), "no sample while idle beyond the idle time")
+	last := v.Seq("main")
+	time.Sleep(200 * time.Millisecond) // four intervals
+	assert.Equal(t, last, v.Seq("main"), "no sample while no one reads")
+	running, _ = v.Sampling()
+	assert.False(t, running)
 }
 
 func TestCloseStopsTheSampler(t *testing.T) {
@@ -272,5 +276,6 @@ func TestDefault(t *testing.T) {
 	balancerview.Unregister("default-test")
 	code, _ := get(t, base+"api/default-test")
 	assert.Equal(t, http.StatusNotFound, code)
-	balancerview.Default.Close()
+	// Nothing left to sample: the goroutine exits at its next tick.
+	require.Eventually(t, func() bool { r, _ := balancerview.Default.Sampling(); return !r }, 5*time.Second, 10*time.Millisecond)
 }

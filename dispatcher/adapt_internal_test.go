@@ -10,13 +10,13 @@ import (
 )
 
 // limits copies, on the balancer goroutine, the base and depth and each
-// worker's limit and measured time per task.
+// worker's limit and the measured time per task it was set from.
 func limits[R any](t *testing.T, d *Dispatcher[R]) (base, depth int, limit []int, per []time.Duration) {
 	require.NoError(t, d.call(func() error {
 		base, depth = d.b.base, d.b.depth
 		for i := range d.b.w {
 			limit = append(limit, d.b.w[i].limit)
-			per = append(per, d.b.w[i].per)
+			per = append(per, d.b.w[i].limitPer)
 		}
 		return nil
 	}))

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/gobalancer/balancer/strategies"
@@ -34,7 +33,7 @@ type balancer[R any] struct {
 	sampleN uint32
 	// long tells each worker's goroutine that its tasks are long (its
 	// limit at most longLimit), so it yields after each waited answer.
-	long []*atomic.Bool
+	long []*paddedBool
 
 	w     []slot
 	room  int // live workers with a positive weight and room for one more
@@ -105,6 +104,8 @@ type slot struct {
 
 	busySeen time.Duration // the worker's busy time when last accounted
 	per      time.Duration // the last mean duration per task, for Done
+	perPrev  time.Duration // the one before: adapt takes the smaller
+	limitPer time.Duration // the mean the limit was last set from
 	unbilled int           // completions since busySeen last moved
 }
 
@@ -283,9 +284,19 @@ const minLimit = 2
 // on 2 busy cores: the default budget still fills any depth with them.
 func (b *balancer[R]) adapt(i int) {
 	s := &b.w[i]
+	// The smaller of the last two runs' means: a run's mean counts the
+	// time its goroutine was descheduled, which only ever inflates it, so
+	// one preempted run of empty tasks (15 µs a task for a 1 ms stall)
+	// does not cut a deep queue to a few requests. A worker whose tasks
+	// turn long gets its short limit one run later.
+	per := s.per
+	if s.perPrev > 0 && s.perPrev < per {
+		per = s.perPrev
+	}
+	s.perPrev, s.limitPer = s.per, per
 	want := b.base
-	if s.per > 0 {
-		want = int(min(max(b.budget/s.per, time.Duration(b.lo)), time.Duration(b.depth)))
+	if per > 0 {
+		want = int(min(max(b.budget/per, time.Duration(b.lo)), time.Duration(b.depth)))
 	}
 	if want == s.limit {
 		return
@@ -325,11 +336,11 @@ func (b *balancer[R]) forget(i int) {
 
 // longFlag returns worker i's long flag, made when its runner is: by New
 // and, for an added worker, on the balancer goroutine.
-func (b *balancer[R]) longFlag(i int) *atomic.Bool {
+func (b *balancer[R]) longFlag(i int) *paddedBool {
 	for len(b.long) <= i {
 		b.long = append(b.long, nil)
 	}
-	f := new(atomic.Bool)
+	f := new(paddedBool)
 	b.long[i] = f
 	return f
 }

@@ -28,6 +28,7 @@ type rings[R any] struct {
 	d *Dispatcher[R]
 	workerSet[*worker.Worker[*request[R]]]
 	wake chan struct{} // capacity 1: the balancer's wake-up token
+	base int           // the limit a worker starts at (setLimit)
 
 	// Submitters, workers and the balancer write these per request: keep
 	// them off the line above.
@@ -65,11 +66,11 @@ type ringSlot[R any] struct {
 	ret      *retRing[R] // the worker's finished Go requests
 	// wakeAt is half the worker's limit: the queue length at or below
 	// which its completions wake a balancer waiting for one.
-	wakeAt *atomic.Int32
+	wakeAt *paddedInt32
 }
 
 func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
-	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1)}
+	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1), base: base}
 	e.in.cap = intake
 	if intake == 0 {
 		// Every worker is empty until the balancer says otherwise. Only a
@@ -82,9 +83,9 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 		c := cfg
 		c.Spawn = spawn
 		c.Run, c.Stop = d.runner(i) // its own sample counter and index
-		at := new(atomic.Int32)
+		at := new(paddedInt32)      // read per task by this worker only
 		at.Store(int32(base / 2))
-		c.Completed = func(queued int) { e.workerDone(at, queued) }
+		c.Completed = func(queued int) { e.workerDone(&at.Int32, queued) }
 		rs := ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at}
 		if i < len(e.w) {
 			e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
@@ -335,7 +336,13 @@ func (e *rings[R]) kick() {
 	}
 }
 
-func (e *rings[R]) setLimit(i, limit int) { e.w[i].wakeAt.Store(int32(limit / 2)) }
+// setLimit moves worker i's wake-up point with its limit, but never above
+// half the base limit: a queue deepened for short tasks still wakes the
+// balancer at a quarter of 64, not at half of 256, which cost a batch of
+// empty tasks a quarter more CPU in wake-ups.
+func (e *rings[R]) setLimit(i, limit int) {
+	e.w[i].wakeAt.Store(int32(min(limit, e.base) / 2))
+}
 
 // recycleAsync: a worker hands every Go request back through its return
 // ring (reply), which the balancer set when it sent it; this is never

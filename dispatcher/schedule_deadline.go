@@ -1,7 +1,5 @@
 package dispatcher
 
-import "container/heap"
-
 // deadlineQueue is ByDeadline: a heap of the requests whose context has a
 // deadline, earliest first (ties in arrival order), and a FIFO of those
 // without, served only when the heap is empty.
@@ -18,13 +16,12 @@ func (q *deadlineQueue[R]) push(r *request[R]) {
 		return
 	}
 	q.seq++
-	r.due, r.seq = dl.UnixNano(), q.seq
-	heap.Push(&q.h, r)
+	q.h.push(due[R]{at: dl.UnixNano(), seq: q.seq, r: r})
 }
 
 func (q *deadlineQueue[R]) pop() *request[R] {
 	if len(q.h) > 0 {
-		return heap.Pop(&q.h).(*request[R])
+		return q.h.pop().r
 	}
 	return q.none.pop()
 }
@@ -32,28 +29,70 @@ func (q *deadlineQueue[R]) pop() *request[R] {
 func (q *deadlineQueue[R]) len() int { return len(q.h) + q.none.len() }
 
 func (q *deadlineQueue[R]) takeAll() []*request[R] {
-	all := append([]*request[R](nil), q.h...)
+	var all []*request[R]
+	for _, e := range q.h {
+		all = append(all, e.r)
+	}
 	clear(q.h)
 	q.h = q.h[:0]
 	return append(all, q.none.takeAll()...)
 }
 
-// deadlineHeap orders requests by (due, seq) for container/heap.
-type deadlineHeap[R any] []*request[R]
+// due is a request with a deadline: when (Unix ns) and its arrival, which
+// orders equal deadlines. Kept in the heap, not in the request, which
+// every request would pay for.
+type due[R any] struct {
+	at  int64
+	seq uint64
+	r   *request[R]
+}
 
-func (h deadlineHeap[R]) Len() int { return len(h) }
-func (h deadlineHeap[R]) Less(i, j int) bool {
-	if h[i].due != h[j].due {
-		return h[i].due < h[j].due
+// deadlineHeap is a binary min-heap by (at, seq), written out rather than
+// through container/heap, whose interface would box each entry (an
+// allocation per request).
+type deadlineHeap[R any] []due[R]
+
+func (h deadlineHeap[R]) less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
 	}
 	return h[i].seq < h[j].seq
 }
-func (h deadlineHeap[R]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *deadlineHeap[R]) Push(x any)   { *h = append(*h, x.(*request[R])) }
-func (h *deadlineHeap[R]) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return r
+
+func (h *deadlineHeap[R]) push(e due[R]) {
+	*h = append(*h, e)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !s.less(j, p) {
+			break
+		}
+		s[j], s[p] = s[p], s[j]
+		j = p
+	}
+}
+
+func (h *deadlineHeap[R]) pop() due[R] {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s[n] = due[R]{}
+	s = s[:n]
+	for j := 0; ; {
+		l, m := 2*j+1, j
+		if l < n && s.less(l, m) {
+			m = l
+		}
+		if l+1 < n && s.less(l+1, m) {
+			m = l + 1
+		}
+		if m == j {
+			break
+		}
+		s[j], s[m] = s[m], s[j]
+		j = m
+	}
+	*h = s
+	return top
 }

@@ -56,12 +56,15 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 // stops for good: drop the last context its indexer wrapped, which a
 // removed worker would otherwise keep reachable for the dispatcher's life.
 func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func()) {
-	var n uint32 // tasks this worker ran; its goroutines run one at a time
+	// The tasks this worker ran (its goroutines run one at a time), on a
+	// line of its own: a small counter allocated next to another worker's
+	// hot word (the tiny allocator packs them) is written per task.
+	n := new(paddedCount)
 	x := d.indexer(i)
 	long := d.b.longFlag(i)
 	run = func(r *request[R], count func()) {
-		n++
-		d.run(r, count, n%LatencySampleEvery == 0, x, long)
+		n.n++
+		d.run(r, count, n.n%LatencySampleEvery == 0, x, &long.Bool)
 	}
 	if x == nil {
 		return run, nil
@@ -148,6 +151,25 @@ func (d *Dispatcher[R]) finished(r *request[R]) {
 	if r.prio != 0 {
 		d.book.classes[r.prio].completed.Add(1)
 	}
+}
+
+// paddedCount is a worker's own counter, alone on its cache line.
+type paddedCount struct {
+	n uint32
+	_ [60]byte
+}
+
+// paddedBool is a flag the balancer writes rarely and one worker reads per
+// task, alone on its cache line.
+type paddedBool struct {
+	atomic.Bool
+	_ [63]byte
+}
+
+// paddedInt32 is paddedBool for a number.
+type paddedInt32 struct {
+	atomic.Int32
+	_ [60]byte
 }
 
 // A worker whose tasks are long (its limit at most longLimit: a tenth of

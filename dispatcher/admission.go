@@ -16,9 +16,9 @@ import (
 // are never refused. Until a task time has been measured the estimate is
 // 0 and nothing is refused.
 //
-// Cost: one atomic add per accepted request (the count ahead) and a clock
-// read per submit with a deadline; the balancer publishes its figures
-// once per turn.
+// Cost: an atomic add per accepted request and one per finished request
+// (the count ahead), and a clock read per submit with a deadline; the
+// balancer publishes its figures once per turn.
 func WithDeadlineAdmission() Option {
 	return optionFunc(func(c *config) {
 		c.given("WithDeadlineAdmission")
@@ -29,9 +29,14 @@ func WithDeadlineAdmission() Option {
 // admissionState is what a submit reads to estimate its wait.
 type admissionState struct {
 	accepted atomic.Int64 // requests accepted, ever
-	left     atomic.Int64 // requests finished or answered by the balancer, ever (balancer)
+	// finished counts requests answered at a worker, counted there as they
+	// finish: a balancer parked with nothing to do would leave a count it
+	// published stale, and refuse every tight deadline on an idle
+	// dispatcher. answered is those the balancer answered itself.
+	finished atomic.Int64
+	answered atomic.Int64 // (balancer)
 	per      atomic.Int64 // mean task time, ns (balancer)
-	live     atomic.Int64 // live workers with a positive weight (balancer)
+	live     atomic.Int64 // live workers (balancer)
 }
 
 // estimate is how long a request accepted now would take to finish.
@@ -40,7 +45,7 @@ func (a *admissionState) estimate() time.Duration {
 	if per <= 0 {
 		return 0
 	}
-	ahead := max(a.accepted.Load()-a.left.Load(), 0)
+	ahead := max(a.accepted.Load()-a.finished.Load()-a.answered.Load(), 0)
 	live := max(a.live.Load(), 1)
 	return time.Duration(ahead*per/live + per)
 }
@@ -88,7 +93,7 @@ func (d *Dispatcher[R]) admitGo(ctx context.Context, m meta) error {
 // publishAdmission gives submitters the balancer's figures. Balancer only,
 // once per turn, with admission on.
 func (b *balancer[R]) publishAdmission(a *admissionState) {
-	a.left.Store(b.completed + b.answered)
+	a.answered.Store(b.answered)
 	a.live.Store(int64(b.live))
 	if b.meanPer > 0 {
 		a.per.Store(int64(b.meanPer))

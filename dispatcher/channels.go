@@ -36,7 +36,8 @@ type channels[R any] struct {
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
 	// schedCap bounds what the balancer takes into a schedule: the intake
-	// buffer, or the number of workers if that is more.
+	// buffer (so at most twice it wait, the channel's and the
+	// schedule's); with a zero buffer, only what a worker can take now.
 	schedCap int
 
 	gate    tryGate      // TrySubmit at a zero intake buffer
@@ -51,7 +52,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		done:     make(chan int, completion),
 		kicks:    make(chan struct{}, 1),
 		closing:  make(chan struct{}),
-		schedCap: max(intake, n),
+		schedCap: intake,
 	}
 	e.goReqs.New = func() any { return &request[R]{async: true} }
 	e.gate.init(true) // every worker is empty, and some weight is positive
@@ -74,8 +75,13 @@ func (e *channels[R]) setLimit(int, int) {}
 // worker can take, or, under a schedule, one the schedule has room for.
 func (e *channels[R]) accepting() bool {
 	b := &e.d.b
-	if b.sched == nil {
+	switch {
+	case b.sched == nil:
 		return b.canTake()
+	case e.schedCap == 0:
+		// Pike's rendezvous: accepted only when a worker has room for it
+		// beside those already taken. O(workers), as on rings.
+		return b.sched.len() < b.freeSlots()
 	}
 	return b.sched.len() < e.schedCap
 }
@@ -167,8 +173,14 @@ func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
 
 func (e *channels[R]) recycleAsync(r *request[R]) { e.goReqs.Put(r) }
 
+// intakeStats: the schedule is the balancer's own, read on the balancer
+// goroutine (snapshot).
 func (e *channels[R]) intakeStats() (queued, blocked int) {
-	return len(e.reqs), int(e.blocked.Load())
+	queued = len(e.reqs)
+	if s := e.d.b.sched; s != nil {
+		queued += s.len()
+	}
+	return queued, int(e.blocked.Load())
 }
 
 // fence stops intake for Close: blocked submitters leave with ErrClosed,

@@ -57,6 +57,7 @@ type Dispatcher[R any] struct {
 	abandon error     // the answer of abandoned requests; set before abandoning
 	eng     engine[R] // the engine: its intake, links and balancer loop
 	stopped chan struct{}
+	closing chan struct{} // closed when Close begins: waits outside the intake end
 	ctl     chan func()
 	onPanic func(*PanicError) // WithPanicHandler
 	lat     *latency          // sampled task run times (Stats.Latency)
@@ -133,6 +134,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d := &Dispatcher[R]{
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
+		closing: make(chan struct{}),
 		onPanic: c.panicHandler,
 		lat:     new(latency),
 		book:    newTenantBook(),

@@ -223,6 +223,9 @@ func (v GroupView[R]) Go(task Task[R]) error { return v.g.submit(v.m, task, true
 func (v GroupView[R]) TryGo(task Task[R]) bool { return v.g.submit(v.m, task, false) == nil }
 
 func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
+	if g == nil || g.d == nil {
+		return ErrNotStarted // a zero Group or GroupView: not made by Dispatcher.Group
+	}
 	s, err := g.reserve()
 	if err != nil {
 		return err
@@ -246,8 +249,12 @@ func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
 }
 
 // acquire takes a place under the group's Limit, waiting for one if block
-// until the group's context ends.
+// until the group's context ends or Close begins (ErrClosed, as a submit
+// waiting for the intake gets).
 func (g *Group[R]) acquire(block bool) error {
+	if g.d.life.Load() != lifeOpen {
+		return ErrClosed
+	}
 	select {
 	case g.sem <- struct{}{}:
 		return nil
@@ -261,6 +268,8 @@ func (g *Group[R]) acquire(block bool) error {
 		return nil
 	case <-g.ctx.Done():
 		return g.ctx.Err()
+	case <-g.d.closing:
+		return ErrClosed
 	}
 }
 
@@ -341,6 +350,9 @@ func (g *Group[R]) failed(s *groupSlot[R], err error) {
 // order; nil when every task succeeded. Wait then cancels the group's
 // context, as errgroup does. Later calls return the same slice and error.
 func (g *Group[R]) Wait() ([]R, error) {
+	if g == nil || g.d == nil {
+		return nil, ErrNotStarted
+	}
 	g.waitMu.Lock()
 	defer g.waitMu.Unlock()
 	if g.finished {

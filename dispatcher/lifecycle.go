@@ -39,6 +39,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 		return ErrNotStarted
 	}
 	d.closeOnce.Do(func() {
+		close(d.closing) // a Go waiting for its group's Limit returns ErrClosed
 		d.eng.fence()
 		d.eng.kick()
 	})
@@ -108,6 +109,7 @@ func (d *Dispatcher[R]) abandonQueued() {
 			if !ok {
 				break
 			}
+			d.finished(r) // its tenant's and class's count, as a worker would
 			d.replyErrB(r, d.abandon)
 			b.complete(i, 1)
 		}

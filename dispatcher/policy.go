@@ -294,6 +294,9 @@ func (b *balancer[R]) adapt(i int) {
 		per = s.perPrev
 	}
 	s.perPrev, s.limitPer = s.per, per
+	// Long: a tenth of the budget or more a task, whatever the queue's
+	// depth (a shallow WithWorkerBuffer clamps the limit, not the time).
+	b.long[i].Store(per > 0 && per >= b.budget/longLimit)
 	want := b.base
 	if per > 0 {
 		want = int(min(max(b.budget/per, time.Duration(b.lo)), time.Duration(b.depth)))
@@ -304,7 +307,6 @@ func (b *balancer[R]) adapt(i int) {
 	had := b.hasRoom(i)
 	s.limit = want
 	b.links.setLimit(i, want)
-	b.long[i].Store(want <= longLimit)
 	if has := b.hasRoom(i); has != had {
 		if has {
 			b.room++
@@ -380,6 +382,7 @@ func (b *balancer[R]) complete(i, n int) {
 // replyErrB answers r with err on the balancer goroutine, which owns
 // an unsent async request and recycles it itself.
 func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
+	r.took = 0 // never ran: no wait to record when it is reused
 	if r.async {
 		d.b.links.recycle(r)
 		return

@@ -63,10 +63,11 @@ func (b *tenantBook) named(name string) *flowStats {
 	return s
 }
 
-// Limit makes at most n of the group's tasks run or wait at a worker at
-// once, as errgroup's SetLimit does: Go waits for one of them to finish
-// (until the group's context ends), and TryGo reports false. n must be
-// at least 1.
+// Limit makes at most n of the group's tasks accepted and not yet
+// answered at once (waiting in the dispatcher or running), as errgroup's
+// SetLimit does: Go waits for one of them to finish (until the group's
+// context ends, or Close begins: ErrClosed), and TryGo reports false. n
+// must be at least 1.
 func Limit(n int) GroupOption {
 	return groupOptionFunc(func(c *groupConfig) {
 		if n < 1 {

@@ -145,6 +145,9 @@ func (d *Dispatcher[R]) waited(r *request[R]) {
 // tenant's and class 0's are what the others leave of the total, so the
 // common request pays nothing here.
 func (d *Dispatcher[R]) finished(r *request[R]) {
+	if d.admission {
+		d.adm.finished.Add(1)
+	}
 	if r.tenant != nil {
 		r.tenant.stats.completed.Add(1)
 	}
@@ -172,8 +175,8 @@ type paddedInt32 struct {
 	_ [60]byte
 }
 
-// A worker whose tasks are long (its limit at most longLimit: a tenth of
-// the queue budget or more a task) yields after every answer somebody
+// A worker whose tasks are long (a tenth of the queue budget or more a
+// task: its limit at most longLimit) yields after every answer somebody
 // waits for: the woken requester (a group's Wait, an interactive Do) sits
 // in this P's runnext slot, and while both cores run workers it would
 // wait for the 10 ms preemption. Against tasks that long, a yield costs

@@ -32,7 +32,8 @@ type balancer[R any] struct {
 	meanPer time.Duration
 	sampleN uint32
 	// long tells each worker's goroutine that its tasks are long (its
-	// limit at most longLimit), so it yields after each waited answer.
+	// time per task at least budget/longShare), so it yields after each
+	// waited answer.
 	long []*paddedBool
 
 	w     []slot
@@ -296,7 +297,7 @@ func (b *balancer[R]) adapt(i int) {
 	s.perPrev, s.limitPer = s.per, per
 	// Long: a tenth of the budget or more a task, whatever the queue's
 	// depth (a shallow WithWorkerBuffer clamps the limit, not the time).
-	b.long[i].Store(per > 0 && per >= b.budget/longLimit)
+	b.long[i].Store(per > 0 && per >= b.budget/longShare)
 	want := b.base
 	if per > 0 {
 		want = int(min(max(b.budget/per, time.Duration(b.lo)), time.Duration(b.depth)))

@@ -175,13 +175,15 @@ type paddedInt32 struct {
 	_ [60]byte
 }
 
-// A worker whose tasks are long (a tenth of the queue budget or more a
-// task: its limit at most longLimit) yields after every answer somebody
-// waits for: the woken requester (a group's Wait, an interactive Do) sits
-// in this P's runnext slot, and while both cores run workers it would
-// wait for the 10 ms preemption. Against tasks that long, a yield costs
-// nothing measurable.
-const longLimit = 10
+// A worker whose tasks are long (half the queue budget or more a task:
+// 50 µs by default) yields after every answer somebody waits for: the
+// woken requester (a group's Wait, an interactive Do) sits in this P's
+// runnext slot, and while both cores run workers it would wait for the
+// 10 ms preemption. Against tasks that long, a yield costs nothing
+// measurable; with 10 µs tasks, a yield per answer cost 64 closed-loop
+// requesters 9% a request (BenchmarkRequesters), so shorter tasks keep
+// the one-in-yieldOneIn yield.
+const longShare = 2
 
 // yieldOneIn: a worker yields after one answer in this many, at random
 // (rand.Uint32 is per-thread, no shared state). Measured with 64 closed-loop

@@ -226,9 +226,15 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 func (b *balancer[R]) send(i int, r *request[R]) {
 	s := &b.w[i]
 	// Counted before the hand-off: from then on r is its worker's, which
-	// may answer it and see it reused before send returns.
-	b.flow(r).dispatched++
-	b.book.classes[r.prio].dispatched++
+	// may answer it and see it reused before send returns. The default
+	// tenant and class 0 get what the others leave of the total (Stats),
+	// so a plain request pays two tests here, not two counters.
+	if r.tenant != nil {
+		r.tenant.stats.dispatched++
+	}
+	if r.prio != 0 {
+		b.book.classes[r.prio].dispatched++
+	}
 	b.links.send(i, r)
 	b.pend.add(s.pending, 1)
 	s.pending++

@@ -113,7 +113,7 @@ func (d *Dispatcher[R]) snapshot() Stats {
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}
 	s.Queued, s.Blocked = d.eng.intakeStats()
-	s.Tenants, s.Classes = d.book.snapshot(b.completed)
+	s.Tenants, s.Classes = d.book.snapshot(b.dispatched, b.completed)
 	var live int
 	var s1, s2 float64
 	for i, w := range b.w {
@@ -172,10 +172,11 @@ func (ps *pendingStats) run() (mean, stddev float64) {
 }
 
 // snapshot reports every tenant and class. The default tenant and class 0
-// are not counted as their requests finish (that would cost every plain
-// request an atomic add): they get what the others leave of completed.
-// Balancer goroutine only (queued and dispatched are its own).
-func (b *tenantBook) snapshot(completed int64) (tenants, classes []FlowStats) {
+// are not counted as their requests are dispatched and finish (that would
+// cost every plain request two counters and an atomic add): they get what
+// the others leave of dispatched and completed. Balancer goroutine only
+// (queued and dispatched are its own).
+func (b *tenantBook) snapshot(dispatched, completed int64) (tenants, classes []FlowStats) {
 	b.mu.Lock()
 	names := slices.Clone(b.order)
 	stats := make([]*flowStats, len(names))
@@ -188,11 +189,12 @@ func (b *tenantBook) snapshot(completed int64) (tenants, classes []FlowStats) {
 			Completed: f.completed.Load(), Refused: f.refused.Load(), Wait: f.wait.stats()}
 	}
 	finish := func(lines []FlowStats) {
-		rest := completed
+		rest, restD := completed, dispatched
 		for i := 1; i < len(lines); i++ {
 			rest -= lines[i].Completed
+			restD -= lines[i].Dispatched
 		}
-		lines[0].Completed = max(rest, 0)
+		lines[0].Completed, lines[0].Dispatched = max(rest, 0), max(restD, 0)
 		for i := range lines {
 			lines[i].Running = max(lines[i].Dispatched-lines[i].Completed, 0)
 		}

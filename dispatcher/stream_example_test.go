@@ -1,0 +1,82 @@
+package dispatcher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/gobalancer/balancer/dispatcher"
+)
+
+// words yields the words of s one at a time: an input read lazily, as
+// Map reads it.
+func words(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for w := range strings.FieldsSeq(s) {
+			if !yield(w) {
+				return
+			}
+		}
+	}
+}
+
+// Map runs a task per item of a stream on the workers and yields the
+// results in input order, however the tasks interleave.
+func ExampleMap() {
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(4))
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close(context.Background())
+
+	length := func(_ context.Context, w string) (int, error) { return len(w), nil }
+	for n, err := range dispatcher.Map(context.Background(), d, words("the quick brown fox jumps"), length) {
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		fmt.Print(n, " ")
+	}
+	fmt.Println()
+	// Output:
+	// 3 5 5 3 5
+}
+
+// By default a task's error ends the stream after the results of the
+// items before it; MapContinueOnError yields it beside its item instead.
+func ExampleMapContinueOnError() {
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close(context.Background())
+
+	errShort := errors.New("too short")
+	length := func(_ context.Context, w string) (int, error) {
+		if len(w) < 3 {
+			return 0, errShort
+		}
+		return len(w), nil
+	}
+	in := words("stream of words in order")
+	fmt.Println("default:")
+	for n, err := range dispatcher.Map(context.Background(), d, in, length) {
+		fmt.Println(" ", n, err)
+	}
+	fmt.Println("MapContinueOnError:")
+	for n, err := range dispatcher.Map(context.Background(), d, in, length, dispatcher.MapContinueOnError()) {
+		fmt.Println(" ", n, err)
+	}
+	// Output:
+	// default:
+	//   6 <nil>
+	//   0 too short
+	// MapContinueOnError:
+	//   6 <nil>
+	//   0 too short
+	//   5 <nil>
+	//   0 too short
+	//   5 <nil>
+}

@@ -74,7 +74,8 @@ var tenantsImpls = []tenantsImpl{
 
 // balancerTenants is one dispatcher of w workers under schedule s. The
 // background is one long-lived group, Limit(tenantsBacklog), fed by a
-// goroutine whose Go waits for room, on an intake of tenantsBacklog; the interactive tenant is a new group
+// goroutine whose Go waits for room, on an intake of tenantsBacklog + 64;
+// the interactive tenant is a new group
 // per batch: of class MaxPriority under ByPriority, with a 20 ms timeout
 // under ByDeadline, Share(4) against the background's Share(1) under Fair.
 // Without background (the idle baseline) the dispatcher runs only the
@@ -83,9 +84,13 @@ func balancerTenants(s dispatcher.Schedule, background bool) func(int, *tenantsB
 	return func(w int, bg *tenantsBackground, ia func()) (func() error, func()) {
 		// The intake holds the whole backlog, so the schedule chooses
 		// among all of it; with the default (w × 256) the background's
-		// submitter would wait for room with most of its backlog.
+		// submitter would wait for room with most of its backlog. It has
+		// room beyond the background's Limit, as a deployment gives it:
+		// a tenant that fills the intake makes every other wait in line
+		// behind its submitter, whatever the schedule (the intake bound
+		// is shared; Limit is what keeps one tenant from taking it all).
 		d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(w), dispatcher.WithSchedule(s),
-			dispatcher.WithIntakeBuffer(tenantsBacklog))
+			dispatcher.WithIntakeBuffer(tenantsBacklog+64))
 		if err != nil {
 			panic(err) // static options: a programming error
 		}

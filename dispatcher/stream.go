@@ -62,8 +62,9 @@ const (
 //
 // Stopping. Leaving the range early (break, return, a panic in the loop
 // body) cancels the items in flight and returns only once none of them is
-// left running: queued items are answered without running; running tasks
-// should return when their context ends (the range waits for them). A
+// left running: items not yet started never run (the range does not wait
+// for their turn at a worker); running tasks should return when their
+// context ends (the range waits for them). A
 // panic in in itself (or in the MapKey function) is re-panicked in the
 // ranging goroutine, as Go iterators do, after the same cancel and wait;
 // it never reaches a worker.
@@ -203,7 +204,17 @@ type mapSlot[T, R any] struct {
 	item    T
 	run     Task[R] // made once per slot: task applied to item
 	refused bool    // the submit was refused: r.err is why, no answer comes
+	// state: slotQueued until a worker starts the task (slotStarted) or
+	// the range ends first (slotDropped: the task will never run, and the
+	// range need not wait for the answer).
+	state atomic.Uint32
 }
+
+const (
+	slotQueued uint32 = iota
+	slotStarted
+	slotDropped
+)
 
 func newMapRun[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], task func(context.Context, T) (R, error), opts []MapOption) (*mapRun[T, R], error) {
 	var c mapConfig
@@ -253,7 +264,13 @@ func newMapRun[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], 
 	for i := range m.slots {
 		s := &m.slots[i]
 		s.r.done = make(chan struct{}, 1)
-		s.run = func(ctx context.Context) (R, error) { return task(ctx, s.item) }
+		s.run = func(ctx context.Context) (R, error) {
+			if !s.state.CompareAndSwap(slotQueued, slotStarted) {
+				var zero R
+				return zero, ctx.Err() // dropped: the range has ended
+			}
+			return task(ctx, s.item)
+		}
 	}
 	return m, nil
 }
@@ -320,6 +337,7 @@ func (m *mapRun[T, R]) submit(item T) bool {
 	s.item = item
 	s.r.meta = mt
 	s.r.ctx, s.r.fn, s.r.tenant = m.sctx, s.run, m.tenant
+	s.state.Store(slotQueued)
 	if !m.cont {
 		s.r.owner = m
 	}
@@ -366,10 +384,21 @@ func (m *mapRun[T, R]) emit(yield func(R, error) bool) bool {
 	return false
 }
 
-// stop cancels what is in flight and waits for every answer.
+// stop cancels what is in flight and waits for the tasks that started.
+// An item not yet started is dropped: it never runs, and its answer,
+// which the dispatcher still gives (its worker sees the cancelled
+// context), goes to a slot nobody reads again, so a stream queued behind
+// other work (a Fair share, a busy dispatcher) ends at once.
 func (m *mapRun[T, R]) stop() {
 	m.cancel(context.Canceled)
 	for m.head < m.tail {
+		s := &m.slots[m.head%len(m.slots)]
+		if !s.refused && s.state.CompareAndSwap(slotQueued, slotDropped) {
+			var zt T
+			s.item = zt
+			m.head++
+			continue
+		}
 		m.wait()
 	}
 }

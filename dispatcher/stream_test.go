@@ -188,6 +188,40 @@ func TestMapBreakCancelsInFlight(t *testing.T) {
 	})
 }
 
+// TestMapBreakDropsQueued: items queued behind other work are dropped
+// at a break: the range ends at once, without waiting for a worker, and
+// those items never run.
+func TestMapBreakDropsQueued(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		var ran atomic.Int64
+		task := func(ctx context.Context, x int) (int, error) {
+			ran.Add(1)
+			return x, nil
+		}
+		gate := make(chan struct{})
+		first := true
+		within(t, 5*time.Second, "break", func() {
+			for range dispatcher.Map(context.Background(), d, count(100, nil), task, dispatcher.MapWindow(8)) {
+				if first {
+					// The only worker is now taken by other work; the
+					// stream's next items wait behind it.
+					first = false
+					assert.NoError(t, d.Go(context.Background(), func(context.Context) (int, error) { <-gate; return 0, nil }))
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				break
+			}
+		})
+		before := ran.Load()
+		close(gate)
+		_, err := d.Do(context.Background(), ok(1)) // after everything queued before it
+		require.NoError(t, err)
+		require.Equal(t, before, ran.Load(), "a dropped item ran")
+	})
+}
+
 // TestMapErrorStops: the first failure is yielded once, after the
 // results before it; then the stream ends and what was in flight is
 // cancelled.

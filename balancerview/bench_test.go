@@ -62,6 +62,26 @@ func benchDo(b *testing.B, open bool) {
 	}
 }
 
+// BenchmarkDoWithoutView: the same Do with no view at all, the baseline
+// the two below are compared with:
+//
+//	go test -run '^$' -bench 'DoWith' -count 10 ./balancerview/ | benchstat -col /view -
+func BenchmarkDoWithoutView(b *testing.B) {
+	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	ctx := context.Background()
+	task := func(context.Context) (int, error) { return 1, nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Do(ctx, task); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkDoWithViewIdle: the handler is mounted, nobody reads it.
 func BenchmarkDoWithViewIdle(b *testing.B) { benchDo(b, false) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 )
@@ -15,8 +16,9 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 // Group runs a batch of tasks on a dispatcher, as errgroup.WithContext or
 // pond's groups do, and collects their answers in submission order. Make
 // it with Dispatcher.Group; submit with Go (waits for room) or TryGo
-// (never waits); collect with Wait. Many groups may share one dispatcher:
-// their tasks meet in its intake like any other requests.
+// (never waits); collect with Wait, or range over Results to take each
+// answer as soon as those before it are in. Many groups may share one
+// dispatcher: their tasks meet in its intake like any other requests.
 //
 // By default the first task to fail cancels the group's context (tasks
 // receive it as their argument: queued ones then end without running,
@@ -54,6 +56,10 @@ type Group[R any] struct {
 	waiting   bool            // Wait is in wake.Wait
 	finished  bool            // Wait has collected the results
 
+	// The kept slots as a list in index order, for Results (no
+	// allocation: each slot links the next).
+	kept, lastKept *groupSlot[R]
+
 	waitMu sync.Mutex // one Wait collects; the others return its result
 	res    []R
 	err    error
@@ -81,6 +87,10 @@ type groupSlot[R any] struct {
 	g     *Group[R]
 	c     *groupChunk[R]
 	index int // position in Wait's result, or -1 while not kept
+	// ready: the answer (or a Go's refusal) is in r, set before the
+	// answer's token; Results waits for it slot by slot.
+	ready atomic.Bool
+	next  *groupSlot[R] // the next kept slot (index+1), under g.mu
 }
 
 // taskFailed: the group is told of a failure while its other tasks still
@@ -89,6 +99,7 @@ func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(s, err) }
 
 // answered frees the task's place under the group's Limit.
 func (s *groupSlot[R]) answered() {
+	s.ready.Store(true)
 	if s.g.sem != nil {
 		<-s.g.sem
 	}
@@ -316,11 +327,14 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 		g.count++
 		s.c.accepted++
 		g.accepts++
+		g.keep(s)
 	case keep:
 		s.index = g.count
 		g.count++
 		s.r.err = err // no answer will come: the refusal is the answer
 		s.r.ctx, s.r.fn = nil, nil
+		s.ready.Store(true)
+		g.keep(s)
 	default:
 		s.r.ctx, s.r.fn = nil, nil
 		g.spare = append(g.spare, s)
@@ -332,6 +346,16 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	if err != nil && keep {
 		g.failed(s, err)
 	}
+}
+
+// keep appends the slot just given its index to the list of kept slots.
+func (g *Group[R]) keep(s *groupSlot[R]) {
+	if g.lastKept == nil {
+		g.kept = s
+	} else {
+		g.lastKept.next = s
+	}
+	g.lastKept = s
 }
 
 // failed notes that s failed with err as it happened: the first such
@@ -381,14 +405,94 @@ func (g *Group[R]) Wait() ([]R, error) {
 			break
 		}
 	}
+	g.finish()
+	return g.res, g.err
+}
+
+// finish collects the results once every kept slot is answered and no
+// submit is in progress; g.mu is held, and released.
+func (g *Group[R]) finish() {
 	g.finished = true
 	chunks, count := g.chunks, g.count
-	g.chunks, g.spare = nil, nil
+	g.chunks, g.spare, g.kept, g.lastKept = nil, nil, nil, nil
 	g.mu.Unlock()
 
 	g.res, g.err = g.results(chunks, count)
 	g.cancel(nil)
-	return g.res, g.err
+}
+
+// Results returns the group's answers as an iterator: each task's value
+// and error, in submission order, each yielded as soon as it and every
+// task before it are answered, while tasks still run and others are
+// submitted (from the loop body too). A Go that was refused yields its
+// refusal. The sequence ends as Wait returns: once every task submitted
+// before (and by the tasks meanwhile) has been yielded. The group is
+// then done, as after Wait: Wait returns the results and error it would
+// have, later submits get ErrGroupDone, the context is cancelled.
+//
+// Leaving the range early cancels the group's context and waits for
+// every task, as Wait does, before the range returns; Wait then returns
+// the results. Results on a group already done (Wait or a Results range
+// has ended) yields one (zero, ErrGroupDone); on a group not made by
+// Dispatcher.Group, (zero, ErrNotStarted). A range and a Wait, or two
+// ranges, run one after the other, as two Waits do. Results has no
+// completion order: the answers of a group are collected in submission
+// order (Map is the stream's tool).
+func (g *Group[R]) Results() iter.Seq2[R, error] {
+	return func(yield func(R, error) bool) {
+		var zero R
+		if g == nil || g.d == nil {
+			yield(zero, ErrNotStarted)
+			return
+		}
+		g.waitMu.Lock()
+		defer g.waitMu.Unlock()
+		if g.finished {
+			yield(zero, ErrGroupDone)
+			return
+		}
+		g.mu.Lock()
+		more := true
+		var last *groupSlot[R] // the last slot taken; nil before the first
+		for {
+			for {
+				s := g.kept
+				if last != nil {
+					s = last.next
+				}
+				if s == nil {
+					break
+				}
+				last = s
+				for !s.ready.Load() {
+					// Each token follows one slot's ready: take them until
+					// this slot's has come.
+					g.mu.Unlock()
+					<-s.c.done
+					g.mu.Lock()
+					s.c.received++
+				}
+				if !more {
+					continue
+				}
+				v, err := s.r.res, s.r.err
+				g.mu.Unlock()
+				more = yield(v, err) // unlocked: the body may submit
+				if !more {
+					g.cancel(context.Canceled)
+				}
+				g.mu.Lock()
+			}
+			if g.reserving > 0 {
+				g.waiting = true
+				g.wake.Wait()
+				g.waiting = false
+				continue
+			}
+			break
+		}
+		g.finish()
+	}
 }
 
 // results reads every kept slot once all are answered.

@@ -80,3 +80,27 @@ func ExampleMapContinueOnError() {
 	//   0 too short
 	//   5 <nil>
 }
+
+// Results yields a group's answers in submission order, each as soon as
+// it and those before it are in, instead of all at once from Wait.
+func ExampleGroup_Results() {
+	d, err := dispatcher.New[string](dispatcher.WithWorkers(3))
+	if err != nil {
+		panic(err)
+	}
+	defer d.Close(context.Background())
+
+	g := d.Group(context.Background())
+	for _, w := range []string{"one", "two", "three"} {
+		g.Go(func(context.Context) (string, error) { return strings.ToUpper(w), nil })
+	}
+	for s, err := range g.Results() {
+		fmt.Println(s, err)
+	}
+	fmt.Println(g.Go(func(context.Context) (string, error) { return "", nil }))
+	// Output:
+	// ONE <nil>
+	// TWO <nil>
+	// THREE <nil>
+	// dispatcher: group already waited
+}

@@ -592,3 +592,135 @@ func TestMapAllocatesPerRangeNotPerItem(t *testing.T) {
 	})
 	require.Less(t, large-small, 100.0, "allocations grow with the stream: %v for 10, %v for 10000", small, large)
 }
+
+// TestGroupResultsInOrder: Results yields every task's answer in
+// submission order, refusals and failures in their place; then the group
+// is done: Wait returns the same results, submits and another range get
+// ErrGroupDone.
+func TestGroupResultsInOrder(t *testing.T) {
+	boom := errors.New("boom")
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
+		g := d.Group(context.Background(), dispatcher.CollectErrors())
+		const n = 60
+		for i := range n {
+			switch i {
+			case 7:
+				require.ErrorIs(t, g.Go(nil), dispatcher.ErrNilTask)
+			case 11:
+				require.NoError(t, g.Go(func(context.Context) (int, error) { return -1, boom }))
+			default:
+				require.NoError(t, g.Go(func(context.Context) (int, error) {
+					if i%5 == 0 {
+						time.Sleep(100 * time.Microsecond)
+					}
+					return i, nil
+				}))
+			}
+		}
+		vals, errs := collect(t, g.Results())
+		require.Len(t, vals, n)
+		for i := range n {
+			switch i {
+			case 7:
+				require.ErrorIs(t, errs[i], dispatcher.ErrNilTask)
+			case 11:
+				require.ErrorIs(t, errs[i], boom)
+				require.Equal(t, -1, vals[i])
+			default:
+				require.NoError(t, errs[i])
+				require.Equal(t, i, vals[i])
+			}
+		}
+		res, err := g.Wait()
+		require.Equal(t, vals, res)
+		require.ErrorIs(t, err, boom)
+		require.ErrorIs(t, err, dispatcher.ErrNilTask)
+		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrGroupDone)
+		_, errs = collect(t, g.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrGroupDone)
+		require.ErrorIs(t, g.Context().Err(), context.Canceled)
+	})
+}
+
+// TestGroupResultsWhileSubmitting: the loop body may submit more tasks;
+// they are yielded in their turn, and the range ends when nothing more is
+// submitted.
+func TestGroupResultsWhileSubmitting(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		g := d.Group(context.Background())
+		task := func(i int) dispatcher.Task[int] { return func(context.Context) (int, error) { return i, nil } }
+		require.NoError(t, g.Go(task(0)))
+		var got []int
+		within(t, 5*time.Second, "range", func() {
+			for v, err := range g.Results() {
+				assert.NoError(t, err)
+				got = append(got, v)
+				if v < 99 {
+					assert.NoError(t, g.Go(task(v+1)))
+				}
+			}
+		})
+		require.Len(t, got, 100)
+		for i, v := range got {
+			require.Equal(t, i, v)
+		}
+	})
+}
+
+// TestGroupResultsBreak: leaving the range cancels the group and returns
+// once every task is done; Wait then returns at once; a panic in the
+// body leaves the group for Wait to collect.
+func TestGroupResultsBreak(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		var running atomic.Int64
+		blocking := func(ctx context.Context) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		g := d.Group(context.Background())
+		require.NoError(t, g.Go(ok(5)))
+		for range 10 {
+			require.NoError(t, g.Go(blocking))
+		}
+		within(t, 5*time.Second, "break", func() {
+			for v := range g.Results() {
+				assert.Equal(t, 5, v)
+				break
+			}
+		})
+		require.Zero(t, running.Load())
+		res, err := g.Wait()
+		require.Len(t, res, 11)
+		require.ErrorIs(t, err, context.Canceled)
+
+		g = d.Group(context.Background())
+		require.NoError(t, g.Go(ok(1)))
+		require.NoError(t, g.Go(ok(2)))
+		var p any
+		within(t, 5*time.Second, "panic", func() {
+			defer func() { p = recover() }()
+			for range g.Results() {
+				panic("body")
+			}
+		})
+		require.Equal(t, "body", p)
+		within(t, 5*time.Second, "Wait", func() {
+			res, err = g.Wait()
+		})
+		require.NoError(t, err)
+		require.Equal(t, []int{1, 2}, res)
+
+		var zero dispatcher.Group[int]
+		_, errs := collect(t, zero.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrNotStarted)
+		_, errs = collect(t, (*dispatcher.Group[int])(nil).Results())
+		require.ErrorIs(t, errs[0], dispatcher.ErrNotStarted)
+	})
+}

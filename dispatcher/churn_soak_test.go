@@ -462,7 +462,7 @@ func deref(p *error) error {
 }
 
 // TestChurnSoak is the churn soak's short version for the normal suite:
-// 16 000 membership operations per engine beside traffic. It asserts
+// 6 000 membership operations per engine beside traffic. It asserts
 // exactly once and no leak (runChurnSoak), and bounds that do not depend
 // on timing: at idle, 1001 AddWorker+RemoveWorker pairs add no index
 // (runChurnSoak); the indices (len(Stats().Workers), the high-water mark
@@ -473,7 +473,7 @@ func deref(p *error) error {
 // TestChurnSoakLong's (-tags soak).
 func TestChurnSoak(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		rep := runChurnSoak(t, eng, churnSoak{ops: 16_000, maxLive: 8, bound: 60 * time.Second, seed: 1})
+		rep := runChurnSoak(t, eng, churnSoak{ops: 6_000, maxLive: 8, bound: 60 * time.Second, seed: 1})
 		t.Logf("%v", rep)
 		require.LessOrEqual(t, rep.end.indices, 64*rep.mostLive)
 		require.LessOrEqual(t, rep.end.heapInuse, 2*rep.early.heapInuse+32<<20)

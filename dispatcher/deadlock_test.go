@@ -67,7 +67,7 @@ func matrixCell(t *testing.T, requesters int, opts []dispatcher.Option) {
 	d := newDispatcher(t, opts...)
 	// Enough requests per requester that queues fill and drain many times,
 	// bounded so the matrix stays fast.
-	per := max(3, 1200/requesters)
+	per := max(3, 800/requesters)
 	var answered atomic.Int64
 	within(t, cellBound, "requesters", func() {
 		requestLoop(t, d, requesters, per, &answered)

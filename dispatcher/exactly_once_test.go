@@ -290,7 +290,7 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 // engine, with each completion channel of the channel engine.
 func TestExactlyOnce(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		runExactlyOnce(t, eng, faultRun{requests: 20_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, bound: 30 * time.Second})
+		runExactlyOnce(t, eng, faultRun{requests: 10_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, bound: 30 * time.Second})
 	})
 }
 

@@ -94,10 +94,10 @@ func TestMapDefaultWindow(t *testing.T) {
 		var running, peak atomic.Int64
 		all := make(chan struct{})
 		task := func(ctx context.Context, x int) (int, error) {
-			if r := running.Add(1); r > peak.Load() {
-				peak.Store(r)
+			r := running.Add(1)
+			for p := peak.Load(); r > p && !peak.CompareAndSwap(p, r); p = peak.Load() {
 			}
-			if r := running.Load(); r == 4 {
+			if r == 4 {
 				select {
 				case <-all:
 				default:

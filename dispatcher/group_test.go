@@ -173,8 +173,12 @@ func TestGroupPanic(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		g := d.Group(context.Background())
 		var ran atomic.Int32
-		require.NoError(t, g.Go(func(context.Context) (int, error) { return panicTask(7) }))
+		// The panic waits for the second Go: a panic that cancelled the
+		// group first would refuse it, on a machine slow enough.
+		second := make(chan struct{})
+		require.NoError(t, g.Go(func(context.Context) (int, error) { <-second; return panicTask(7) }))
 		require.NoError(t, g.Go(untilCancelled(&ran)))
+		close(second)
 		_, err := waitGroup(t, g, 10*time.Second)
 		var pe *dispatcher.PanicError
 		require.ErrorAs(t, err, &pe)

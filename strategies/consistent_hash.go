@@ -32,7 +32,9 @@ func init() {
 // call takes more than about 0.5 ms (1.05–1.10 ms, Intel Xeon, 2 cores,
 // 2026-12-01:
 // go test -run '^$' -bench 'BenchmarkMembership/strategy=consistent-hash/n=100$' -benchtime 200ms -count 5 ./strategies/).
-// Pick only reads and Done does nothing, so any number of goroutines may
+// A pick depends on the key and the ring alone, never on load, so a
+// completion has nothing to update (Traits.IgnoresDone tells callers they
+// need not report it) and Pick only reads: any number of goroutines may
 // Pick and Done at once (Traits.Concurrent); a membership change needs
 // exclusive access.
 type ConsistentHash struct {
@@ -112,8 +114,8 @@ func (s *ConsistentHash) SetWeight(i, weight int) error {
 	return s.ring.change(&s.members, i, weight, weight > 0)
 }
 
-// Traits: Pick only reads the ring and Done does nothing, so picks may run
-// at once.
+// Traits: a pick reads only the ring and the key, and completions do not
+// enter into it, so picks may run at once and reports may be left out.
 func (s *ConsistentHash) Traits() Traits {
 	return Traits{Concurrent: true, IgnoresDone: true}
 }

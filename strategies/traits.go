@@ -17,8 +17,9 @@ type Traits struct {
 	// IgnoresElapsed: Done never reads its elapsed argument, so a caller
 	// need not time requests; it may pass 0.
 	IgnoresElapsed bool
-	// IgnoresDone: Done has no effect at all, so a caller may leave it
-	// out. It implies IgnoresElapsed.
+	// IgnoresDone: the strategy's picks do not depend on completions
+	// (round-robin, hashing, random draws), so Done keeps no state and a
+	// caller may leave it out. It implies IgnoresElapsed.
 	IgnoresDone bool
 }
 

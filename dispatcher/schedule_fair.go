@@ -25,10 +25,6 @@ type fairFlow[R any] struct {
 	q fifo[R]
 }
 
-// forgetter is a strategy that can reuse a removed member's index once
-// told it will hear no more of it.
-type forgetter interface{ Forget(i int) error }
-
 func newFairQueue[R any](book *tenantBook) *fairQueue[R] {
 	w, err := strategies.NewSWRR([]int{book.def.share})
 	if err != nil {
@@ -45,10 +41,7 @@ func (q *fairQueue[R]) push(r *request[R]) {
 	}
 	switch {
 	case t == q.def:
-		if !q.defOn {
-			_ = q.w.SetWeight(0, t.share) // raising a weight is never refused
-			q.defOn = true
-		}
+		q.defaultIn()
 	case t.member < 0:
 		i, err := q.w.Add(t.share)
 		if err != nil {
@@ -56,10 +49,7 @@ func (q *fairQueue[R]) push(r *request[R]) {
 			// would be swrr's size limit: serve it as the default tenant
 			// rather than lose it.
 			t = q.def
-			if !q.defOn {
-				_ = q.w.SetWeight(0, t.share)
-				q.defOn = true
-			}
+			q.defaultIn()
 			break
 		}
 		for len(q.flows) <= i {
@@ -69,6 +59,14 @@ func (q *fairQueue[R]) push(r *request[R]) {
 	}
 	q.flows[t.member].q.push(r)
 	q.n++
+}
+
+// defaultIn gives the default tenant its share back if it had none.
+func (q *fairQueue[R]) defaultIn() {
+	if !q.defOn {
+		_ = q.w.SetWeight(0, q.def.share) // raising a weight is never refused
+		q.defOn = true
+	}
 }
 
 func (q *fairQueue[R]) pop() *request[R] {
@@ -94,10 +92,9 @@ func (q *fairQueue[R]) pop() *request[R] {
 		if q.w.Remove(i) != nil {
 			return q.scan()
 		}
-		if fg, ok := any(q.w).(forgetter); ok {
-			// The index may come back with the next tenant to join.
-			_ = fg.Forget(i)
-		}
+		// The index may come back with the next tenant to join; swrr
+		// refuses only an index that is not removed, which i is.
+		_ = q.w.Forget(i)
 		f.t.member, f.t, f.q = -1, nil, fifo[R]{}
 	}
 }

@@ -157,8 +157,8 @@ func MapPriority(p int) MapOption {
 // MapTenant names the stream in Stats.Tenants (MapTenantName without it).
 func MapTenant(name string) MapOption {
 	return mapOptionFunc(func(c *mapConfig) {
-		if name == "" || name == DefaultTenant {
-			c.fail(fmt.Errorf("%w: tenant name %q is empty or the default tenant's", ErrBadOption, name))
+		if err := checkTenantName(name); err != nil {
+			c.fail(err)
 			return
 		}
 		c.name = name
@@ -169,8 +169,8 @@ func MapTenant(name string) MapOption {
 // as a Group's Share; refused under any other schedule.
 func MapShare(w int) MapOption {
 	return mapOptionFunc(func(c *mapConfig) {
-		if w < 1 || w > MaxShare {
-			c.fail(fmt.Errorf("%w: stream share must be in [1, %d], got %d", ErrBadOption, MaxShare, w))
+		if err := checkShare("stream", w); err != nil {
+			c.fail(err)
 			return
 		}
 		c.share = w

@@ -83,12 +83,29 @@ func Limit(n int) GroupOption {
 // It is refused, with ErrWrongSchedule, under any other schedule.
 func Share(w int) GroupOption {
 	return groupOptionFunc(func(c *groupConfig) {
-		if w < 1 || w > MaxShare {
-			c.fail(fmt.Errorf("%w: group share must be in [1, %d], got %d", ErrBadOption, MaxShare, w))
+		if err := checkShare("group", w); err != nil {
+			c.fail(err)
 			return
 		}
 		c.share = w
 	})
+}
+
+// checkShare refuses a share outside [1, MaxShare] (a group's or a
+// stream's, as what says).
+func checkShare(what string, w int) error {
+	if w < 1 || w > MaxShare {
+		return fmt.Errorf("%w: %s share must be in [1, %d], got %d", ErrBadOption, what, MaxShare, w)
+	}
+	return nil
+}
+
+// checkTenantName refuses an empty name and the default tenant's.
+func checkTenantName(name string) error {
+	if name == "" || name == DefaultTenant {
+		return fmt.Errorf("%w: tenant name %q is empty or the default tenant's", ErrBadOption, name)
+	}
+	return nil
 }
 
 // Tenant names the group in Stats.Tenants: groups of one name add up to
@@ -96,8 +113,8 @@ func Share(w int) GroupOption {
 // shown anywhere else.
 func Tenant(name string) GroupOption {
 	return groupOptionFunc(func(c *groupConfig) {
-		if name == "" || name == DefaultTenant {
-			c.fail(fmt.Errorf("%w: tenant name %q is empty or the default tenant's", ErrBadOption, name))
+		if err := checkTenantName(name); err != nil {
+			c.fail(err)
 			return
 		}
 		c.name = name

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alitto/pond/v2 v2.7.1
+	github.com/destel/rill v0.9.0
 	github.com/gammazero/workerpool v1.3.0
 	github.com/gobalancer/balancer v0.1.0
 	github.com/panjf2000/ants/v2 v2.12.1

@@ -40,6 +40,7 @@ type channels[R any] struct {
 	// schedule's); with a zero buffer, only what a worker can take now.
 	schedCap int
 
+	line    line         // submitters waiting for room in a buffered request channel
 	gate    tryGate      // TrySubmit at a zero intake buffer
 	goReqs  sync.Pool    // finished Go requests, reused by the next Go
 	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
@@ -134,7 +135,7 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	// wake-up per request on the balancer, the engine's bottleneck, when
 	// one submitter outruns it); a sender that yields lets the balancer
 	// take a run of requests at the cost of a receive each.
-	for range spinTurns {
+	for k := 0; k < spinTurns && e.blocked.Load() == 0; k++ {
 		runtime.Gosched()
 		select {
 		case e.reqs <- r:
@@ -142,11 +143,14 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 		default:
 		}
 	}
-	// Safe to block: the balancer receives whenever it can place a request,
-	// ctx's end returns the request to the caller unsent, and Close closes
-	// closing before it waits for the fence. Counted only here, on the
-	// path that waits anyway. It waits however long room takes, whoever
-	// calls it (see Dispatcher on nested submits).
+	if cap(e.reqs) > 0 {
+		return e.wait(ctx, r)
+	}
+	// Pike's unbuffered channel: the send is the rendezvous. Safe to
+	// block: the balancer receives whenever it can place a request, ctx's
+	// end returns the request to the caller unsent, and Close closes
+	// closing before it waits for the fence. It waits however long room
+	// takes, whoever calls it (see Dispatcher on nested submits).
 	e.blocked.Add(1)
 	defer e.blocked.Add(-1)
 	select {
@@ -188,6 +192,7 @@ func (e *channels[R]) intakeStats() (queued, blocked int) {
 // sees the lifecycle past open.
 func (e *channels[R]) fence() {
 	close(e.closing)
+	e.closeLine()
 	e.closeMu.Lock()
 	e.d.advance(lifeDraining)
 	e.closeMu.Unlock()
@@ -231,7 +236,10 @@ func (e *channels[R]) loop() {
 			idle = 0
 			continue
 		}
-		if idle < spinTurns {
+		// A yield queues the balancer behind every runnable goroutine;
+		// with submitters in line that is thousands of them, where a park
+		// is ended by the next send's wake-up at once.
+		if idle < spinTurns && e.line.waiting.Load() == 0 {
 			idle++
 			runtime.Gosched()
 			continue
@@ -241,9 +249,13 @@ func (e *channels[R]) loop() {
 		if !e.accepting() {
 			reqs = nil // the picked worker is full: serve completions only
 		}
+		if cap(e.reqs) > 0 {
+			e.offerIdle()
+		}
 		select {
 		case r := <-reqs:
 			e.took(r)
+			e.offer()
 		case i := <-e.done:
 			e.completed(i)
 		case f := <-d.ctl:
@@ -284,6 +296,7 @@ func (e *channels[R]) poll() bool {
 		}
 		break
 	}
+	e.offer()
 	if b.sched != nil {
 		for r := b.next(); r != nil; r = b.next() {
 			d.dispatch(r)

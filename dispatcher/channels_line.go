@@ -1,0 +1,214 @@
+package dispatcher
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// line is where submitters wait when the channel engine's buffered request
+// channel is full. Blocking in the send itself made every waiting sender a
+// sudog on the request channel (and on closing, in the same select): with
+// 10 000 closed-loop requesters the balancer's every receive took a lock
+// thousands of goroutines were queued on and readied one of them, and the
+// cost per request grew 5–10× from 64 requesters to 10 000. In line, each
+// waiter parks on its own capacity-1 channel; the balancer, after a
+// receive that made room, hands out one token per free slot, first in line
+// first, and the woken waiter sends without waiting. The request channel
+// stays the only way in: the line decides only who tries next.
+type line struct {
+	mu      sync.Mutex
+	waitq   waiters
+	closed  bool         // Close began: every waiter returns ErrClosed
+	waiting atomic.Int32 // len(waitq), read by the balancer without the lock
+	offered atomic.Int32 // tokens sent whose receivers have not yet tried
+	chans   sync.Pool    // waiters' channels, reused (per dispatcher: synctest bubbles)
+}
+
+func (l *line) getChan() chan struct{} {
+	if ch, ok := l.chans.Get().(chan struct{}); ok {
+		return ch
+	}
+	return make(chan struct{}, 1)
+}
+
+// offerLocked sends tokens to the first waiters, one per free slot of the
+// request channel minus the offers still on their way. Called with mu held.
+func (e *channels[R]) offerLocked() {
+	l := &e.line
+	k := cap(e.reqs) - len(e.reqs) - int(l.offered.Load())
+	for ; k > 0 && l.waitq.n > 0; k-- {
+		l.waitq.popFront() <- struct{}{} // capacity 1, one token per wait: never blocks
+		l.waiting.Add(-1)
+		l.offered.Add(1)
+	}
+}
+
+// offer is the balancer's call after a receive: nothing but an atomic load
+// unless someone waits.
+func (e *channels[R]) offer() {
+	if e.line.waiting.Load() == 0 {
+		return
+	}
+	e.line.mu.Lock()
+	e.offerLocked()
+	e.line.mu.Unlock()
+}
+
+// offerIdle is offer under the lock, whatever the count says: the
+// balancer calls it before it parks, so a waiter whose count it has not
+// yet seen is offered the room its receives made (the waiter tried the
+// channel under the same lock before it parked).
+func (e *channels[R]) offerIdle() {
+	e.line.mu.Lock()
+	e.offerLocked()
+	e.line.mu.Unlock()
+}
+
+// wait sends r once the line lets it, after a send found the channel full.
+// FIFO among waiters; a submitter arriving while others wait may still get
+// in first if it finds a free slot (as on a channel), and a waiter whose
+// token was taken that way keeps its place at the front.
+func (e *channels[R]) wait(ctx context.Context, r *request[R]) error {
+	l := &e.line
+	ch := l.getChan()
+	front := false
+	e.blocked.Add(1)
+	defer e.blocked.Add(-1)
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			l.chans.Put(ch)
+			return ErrClosed
+		}
+		// Counted before it tries, under the lock: the balancer either
+		// made its room before this try (which then succeeds) or sees the
+		// count after its receive, or, at the latest, offers under this
+		// lock before it parks.
+		l.waiting.Add(1)
+		select {
+		case e.reqs <- r:
+			l.waiting.Add(-1)
+			l.mu.Unlock()
+			l.chans.Put(ch)
+			return nil
+		default:
+		}
+		if front {
+			l.waitq.pushFront(ch)
+		} else {
+			l.waitq.pushBack(ch)
+		}
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			e.leaveLine(ch)
+			return ctx.Err()
+		}
+		l.offered.Add(-1)
+		select {
+		case <-e.closing: // woken by closeLine
+			l.chans.Put(ch)
+			return ErrClosed
+		default:
+		}
+		select {
+		case e.reqs <- r:
+			l.chans.Put(ch)
+			return nil
+		default: // closed, or a newcomer took the slot: back to the front
+		}
+		front = true
+	}
+}
+
+// leaveLine takes a waiter whose context ended out of the line, passing on
+// a token sent to it meanwhile.
+func (e *channels[R]) leaveLine(ch chan struct{}) {
+	l := &e.line
+	l.mu.Lock()
+	if l.waitq.remove(ch) {
+		l.waiting.Add(-1)
+	} else {
+		<-ch // offered under mu before we took it: the token is in ch
+		l.offered.Add(-1)
+		e.offerLocked()
+	}
+	l.mu.Unlock()
+	l.chans.Put(ch)
+}
+
+// closeLine wakes every waiter for Close; they return ErrClosed.
+func (e *channels[R]) closeLine() {
+	l := &e.line
+	l.mu.Lock()
+	l.closed = true
+	n := l.waitq.n
+	for l.waitq.n > 0 {
+		l.waitq.popFront() <- struct{}{}
+	}
+	l.offered.Add(int32(n))
+	l.waiting.Add(-int32(n))
+	l.mu.Unlock()
+}
+
+// waiters is the line's queue: a ring, so a waiter sent back to the front
+// (its token taken by a newcomer, common under load) costs O(1), not a
+// copy of thousands of waiters.
+type waiters struct {
+	buf  []chan struct{} // len is a power of two
+	head int
+	n    int
+}
+
+func (q *waiters) grow() {
+	if q.n < len(q.buf) {
+		return
+	}
+	buf := make([]chan struct{}, max(16, 2*len(q.buf)))
+	for i := range q.n {
+		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
+	}
+	q.buf, q.head = buf, 0
+}
+
+func (q *waiters) pushBack(ch chan struct{}) {
+	q.grow()
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = ch
+	q.n++
+}
+
+func (q *waiters) pushFront(ch chan struct{}) {
+	q.grow()
+	q.head = (q.head - 1) & (len(q.buf) - 1)
+	q.buf[q.head] = ch
+	q.n++
+}
+
+func (q *waiters) popFront() chan struct{} {
+	ch := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
+	return ch
+}
+
+// remove takes ch out of the line, keeping the others' order; O(n), for a
+// waiter whose context ended.
+func (q *waiters) remove(ch chan struct{}) bool {
+	mask := len(q.buf) - 1
+	for i := range q.n {
+		if q.buf[(q.head+i)&mask] != ch {
+			continue
+		}
+		for j := i; j < q.n-1; j++ {
+			q.buf[(q.head+j)&mask] = q.buf[(q.head+j+1)&mask]
+		}
+		q.buf[(q.head+q.n-1)&mask] = nil
+		q.n--
+		return true
+	}
+	return false
+}

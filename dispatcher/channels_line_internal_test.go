@@ -168,6 +168,7 @@ func TestChannelLineStress(t *testing.T) {
 		e := lineChannels(2)
 		const n = 300
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		in := map[*request[int]]bool{}

@@ -10,7 +10,9 @@
 //
 // Two engines carry requests (WithEngine). Channels is the textbook
 // topology: a shared request channel, a buffered channel per worker and a
-// completion channel with one message per finished request. Rings has no
+// completion channel with one message per finished request (a Go request,
+// which nobody waits for, may share its message with others: see
+// WithCompletionBuffer). Rings has no
 // channel operation per request besides the answer: the intake is a locked
 // slice the balancer swaps out whole, each worker's queue is a
 // single-producer ring, and completions are per-worker atomic counters;

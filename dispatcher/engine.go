@@ -17,8 +17,9 @@ const (
 	// channel (capacity WithIntakeBuffer), one buffered channel per worker
 	// (capacity WithWorkerBuffer) and one completion channel shared by the
 	// workers (capacity WithCompletionBuffer) carrying one message per
-	// completed request. The balancer reads the request and completion
-	// channels in one select.
+	// completed request, or per run of completed Go requests with its
+	// count. The balancer reads the request and completion channels in
+	// one select.
 	Channels Engine = iota + 1
 	// Rings replaces those hops by a locked intake slice the balancer
 	// swaps out whole, a single-producer ring per worker and per-worker

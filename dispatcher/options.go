@@ -159,7 +159,11 @@ const DefaultQueueBudget = 100 * time.Microsecond
 
 // WithCompletionBuffer sets the capacity of the channel engine's
 // completion channel, on which every worker sends one message per finished
-// request. The default, workers × (worker buffer + 1), has a slot for every
+// request before its answer. Requests nobody waits for (Go) are the
+// exception: a worker with at least twice as many requests queued behind
+// them carries up to 32 of their completions in one message with the
+// count, and always reports what it holds before an answer or before it
+// waits for more. The default, workers × (worker buffer + 1), has a slot for every
 // request that can be pending, so a worker never waits for the balancer to
 // take its report (workers added later share those slots); 0 is
 // unbuffered, as in Pike's design, where a worker waits for the balancer

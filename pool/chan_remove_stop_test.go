@@ -17,7 +17,7 @@ import (
 // replacements are owned by the pool's Wait, and Replaced counts removed
 // workers' replacements too.
 func TestChanRemoveThenStop(t *testing.T) {
-	done := make(chan int, 64)
+	done := make(chan worker.Done, 64)
 	var ran atomic.Int64
 	cfg := worker.Config[int]{
 		Depth: 4,

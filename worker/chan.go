@@ -6,18 +6,21 @@ import (
 )
 
 // Chan is a worker of the channel engine, Pike's shape: it receives items
-// on its own buffered channel and, for each finished item, sends its index
-// on a completion channel shared with the other workers, one message per
-// item. The producer must send only when the worker has room (fewer than
-// Depth items sent and not yet reported on the completion channel); then a
-// send never waits for anything but the worker reaching its receive.
+// on its own buffered channel and reports finished items on a completion
+// channel shared with the other workers: one message per item, except
+// that the completions of quiet items (Config.Quiet: nobody waits for
+// their answer) may be carried by one message with their count while more
+// items are queued behind them. The producer must send only when the
+// worker has room (fewer than Depth items sent and not yet reported on
+// the completion channel); then a send never waits for anything but the
+// worker reaching its receive.
 //
 // Send, TryTake, Close and Closed are for the one producer; Busy and Replaced may
 // be called from any goroutine; the rest belongs to the worker goroutine.
 type Chan[T any] struct {
 	cfg      Config[T]
 	in       chan T
-	done     chan<- int
+	done     chan<- Done
 	index    int
 	count    func() // w.finish as a value, made once: no allocation per item
 	stopped  chan struct{}
@@ -27,15 +30,26 @@ type Chan[T any] struct {
 
 	ran     int // items since the busy time was last published
 	counted bool
+	quiet   bool // the current item is quiet (Config.Quiet)
+	held    int  // finished items not yet reported
 	exit    bool
 	start   time.Time
 }
 
+// Done is a completion message: worker Worker finished N items (N ≥ 1).
+type Done struct {
+	Worker int
+	N      int
+}
+
+// holdMost bounds how many quiet completions one message carries.
+const holdMost = 32
+
 // NewChan returns worker index of a channel engine: its channel holds
 // cfg.Depth-1 items (the one it runs is the Depth-th; 0 is unbuffered) and
-// it reports each finished item by sending index on done. Completed is
-// not used: the completion message is the signal.
-func NewChan[T any](cfg Config[T], index int, done chan<- int) *Chan[T] {
+// it reports finished items by sending Done{index, n} on done. Completed
+// is not used: the completion message is the signal.
+func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 	if cfg.Depth < 1 {
 		cfg.Depth = 1
 	}
@@ -115,13 +129,15 @@ func (w *Chan[T]) loop() {
 			w.start = time.Now()
 		}
 		w.counted = false
+		w.quiet = w.cfg.Quiet != nil && w.cfg.Quiet(item)
 		contain(&w.cfg, item, w.count)
 		w.finish()
 	}
 }
 
 // receive takes the next item, publishing the busy time of the run of
-// items that ends when it has to wait. (Yielding a few times before
+// items that ends when it has to wait, and reporting the completions it
+// held (the producer may have taken back the items it counted on). (Yielding a few times before
 // blocking, as the balancer does, was tried: no measurable gain on 2 cores.)
 func (w *Chan[T]) receive() (item T, ok bool) {
 	select {
@@ -130,6 +146,7 @@ func (w *Chan[T]) receive() (item T, ok bool) {
 	default:
 	}
 	w.publishBusy()
+	w.report()
 	item, ok = <-w.in
 	return item, ok
 }
@@ -142,19 +159,39 @@ func (w *Chan[T]) respawn() {
 	}
 }
 
-// finish reports the current item once on the completion channel. It
-// blocks while the balancer does not take the message (an unbuffered or
-// full completion channel): that is the design being measured. The
-// balancer never waits on this worker meanwhile (it sends only with room).
+// finish reports the current item once on the completion channel, with
+// the quiet ones held before it. It blocks while the balancer does not
+// take the message (an unbuffered or full completion channel): that is
+// the design being measured. The balancer never waits on this worker
+// meanwhile (it sends only with room).
+//
+// A quiet item's completion is held while at least twice as many items
+// as are held wait behind it (so the producer hears of the room before
+// the queue runs dry) and fewer than holdMost are held: with a batch of
+// empty tasks, a message per item cost the balancer a receive, and the
+// worker a send, on a channel lock the other side was taking too.
 func (w *Chan[T]) finish() {
 	if w.counted {
 		return
 	}
 	w.counted = true
-	if w.ran++; w.ran >= flushEvery || len(w.in) == 0 {
+	w.held++
+	q := len(w.in)
+	if w.ran++; w.ran >= flushEvery || q == 0 {
 		w.publishBusy()
 	}
-	w.done <- w.index
+	if w.quiet && w.held < holdMost && 2*w.held <= q {
+		return
+	}
+	w.report()
+}
+
+// report sends the completions held, if any.
+func (w *Chan[T]) report() {
+	if w.held > 0 {
+		w.done <- Done{Worker: w.index, N: w.held}
+		w.held = 0
+	}
 }
 
 func (w *Chan[T]) publishBusy() {

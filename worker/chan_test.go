@@ -16,7 +16,7 @@ import (
 // run; each answer (ran, panicked, exited) is recorded in got.
 type chanHarness struct {
 	w    *worker.Chan[int]
-	done chan int
+	done chan worker.Done
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	got  map[int]string
@@ -24,7 +24,7 @@ type chanHarness struct {
 
 func newChan(t *testing.T, depth, completion int, run func(int)) *chanHarness {
 	t.Helper()
-	h := &chanHarness{done: make(chan int, completion), got: map[int]string{}}
+	h := &chanHarness{done: make(chan worker.Done, completion), got: map[int]string{}}
 	record := func(item int, how string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -73,14 +73,14 @@ func TestChanOneCompletionPerItem(t *testing.T) {
 		for i := range items {
 			// The producer's rule: fewer than Depth unreported items.
 			for pending >= 2 {
-				require.Equal(t, 3, <-h.done)
+				require.Equal(t, worker.Done{Worker: 3, N: 1}, <-h.done)
 				pending--
 			}
 			h.w.Send(i)
 			pending++
 		}
 		for ; pending > 0; pending-- {
-			require.Equal(t, 3, <-h.done)
+			require.Equal(t, worker.Done{Worker: 3, N: 1}, <-h.done)
 		}
 		h.stop(t)
 		require.Len(t, h.got, items)
@@ -119,7 +119,7 @@ func TestChanTryTake(t *testing.T) {
 	_, ok := h.w.TryTake()
 	require.False(t, ok, "a closed, empty channel holds nothing")
 	close(gate)
-	require.Equal(t, 3, <-h.done)
+	require.Equal(t, worker.Done{Worker: 3, N: 1}, <-h.done)
 	waitAll(t, &h.wg)
 	require.Len(t, h.got, 1)
 }

@@ -59,7 +59,7 @@ func TestStopHook(t *testing.T) {
 				w.Close()
 				stopped = w.Stopped()
 			default:
-				done := make(chan int, 2)
+				done := make(chan worker.Done, 2)
 				w := worker.NewChan(cfg, 0, done)
 				w.Start()
 				w.Send(1)

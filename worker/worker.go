@@ -43,6 +43,11 @@ type Config[T any] struct {
 	// Spawn starts a goroutine owned by the worker's owner; it is used to
 	// replace the worker's goroutine when a task calls runtime.Goexit.
 	Spawn func(func())
+	// Quiet, if set, reports whether nobody waits for item's answer, so a
+	// channel worker may report its completion later, with others (see
+	// Chan). Read by Chan only: a ring worker's completions are
+	// per-worker counters, already free per item.
+	Quiet func(item T) bool
 	// Stop, if set, is called on the worker's goroutine when the worker
 	// stops for good, after its last item, so the owner can drop what
 	// that worker kept for its items.

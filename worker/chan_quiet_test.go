@@ -1,0 +1,146 @@
+package worker_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/worker"
+)
+
+// quietChan is a channel worker (index 5) whose even items are quiet and
+// whose item 0 waits for gate; it records the order items ran in.
+func quietChan(t *testing.T, depth int, gate chan struct{}) (*worker.Chan[int], chan worker.Done, *sync.WaitGroup, *[]int) {
+	t.Helper()
+	done := make(chan worker.Done, depth)
+	var wg sync.WaitGroup
+	var ran []int
+	w := worker.NewChan(worker.Config[int]{
+		Depth: depth,
+		Run: func(item int, count func()) {
+			if item == 0 {
+				<-gate
+			}
+			ran = append(ran, item)
+			count()
+		},
+		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Exited:   func(int) {},
+		Quiet:    func(item int) bool { return item%2 == 0 },
+		Spawn:    func(f func()) { wg.Go(f) },
+	}, 5, done)
+	w.Start()
+	return w, done, &wg, &ran
+}
+
+// Quiet items' completions ride together while enough is queued behind
+// them; every item is reported exactly once, and everything finished is
+// reported before the worker waits for more.
+func TestChanQuietCompletionsCarriedTogether(t *testing.T) {
+	const depth = 40
+	gate := make(chan struct{})
+	w, done, wg, ran := quietChan(t, depth, gate)
+	items := []int{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 1}
+	for _, it := range items {
+		w.Send(it)
+	}
+	close(gate)
+	total, msgs := 0, 0
+	deadline := time.After(10 * time.Second)
+	for total < len(items) {
+		select {
+		case c := <-done:
+			require.Equal(t, 5, c.Worker)
+			require.Positive(t, c.N)
+			total += c.N
+			msgs++
+		case <-deadline:
+			t.Fatalf("%d of %d completions reported", total, len(items))
+		}
+	}
+	require.Equal(t, len(items), total, "each item reported once")
+	require.Less(t, msgs, len(items), "quiet completions share messages")
+	// The worker now waits for more with nothing held.
+	select {
+	case c := <-done:
+		t.Fatalf("a completion beyond the items sent: %+v", c)
+	case <-time.After(20 * time.Millisecond):
+	}
+	w.Close()
+	waitAll(t, wg)
+	require.Equal(t, items, *ran)
+}
+
+// A loud item (not quiet) is reported before its answer with every quiet
+// completion held before it, so a reader of the counts after an answer
+// finds everything that ran before it.
+func TestChanLoudItemFlushesHeld(t *testing.T) {
+	const depth = 40
+	gate := make(chan struct{})
+	w, done, wg, _ := quietChan(t, depth, gate)
+	for _, it := range []int{0, 2, 4, 1, 6, 8, 10, 12, 14, 16, 18, 20} {
+		w.Send(it)
+	}
+	close(gate)
+	// Items 0, 2, 4 are quiet with at least 8 queued behind each: held;
+	// item 1 is loud: its message carries all four.
+	c := <-done
+	require.Equal(t, worker.Done{Worker: 5, N: 4}, c)
+	w.Close()
+	waitAll(t, wg)
+}
+
+// The producer takes back what was queued behind held completions: the
+// worker reports them before it waits, so the producer's count of
+// unfinished items reaches zero.
+func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
+	const depth = 40
+	gate := make(chan struct{})
+	block := make(chan struct{})
+	done := make(chan worker.Done, depth)
+	var wg sync.WaitGroup
+	w := worker.NewChan(worker.Config[int]{
+		Depth: depth,
+		Run: func(item int, count func()) {
+			switch item {
+			case 0:
+				<-gate
+			case 4:
+				<-block // running while the producer takes the rest back
+			}
+			count()
+		},
+		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Exited:   func(int) {},
+		Quiet:    func(int) bool { return true },
+		Spawn:    func(f func()) { wg.Go(f) },
+	}, 5, done)
+	w.Start()
+	for i := range 30 {
+		w.Send(i)
+	}
+	close(gate)
+	require.Eventually(t, func() bool { return worker.ChanLen(w) == 25 }, 5*time.Second, time.Millisecond)
+	taken := 0
+	for {
+		if _, ok := w.TryTake(); !ok {
+			break
+		}
+		taken++
+	}
+	close(block)
+	total := 0
+	for total < 30-taken {
+		select {
+		case c := <-done:
+			total += c.N
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d completions reported", total, 30-taken)
+		}
+	}
+	require.Equal(t, 5, total, "items 0-4 ran; the rest were taken back")
+	w.Close()
+	waitAll(t, &wg)
+}

@@ -186,7 +186,7 @@ func (b *tenantBook) snapshot(dispatched, completed int64) (tenants, classes []F
 	b.mu.Unlock()
 	line := func(name string, f *flowStats) FlowStats {
 		return FlowStats{Name: name, Queued: f.queued, Dispatched: f.dispatched,
-			Completed: f.completed.Load(), Refused: f.refused.Load(), Wait: f.wait.stats()}
+			Completed: f.completed.Load(), Refused: f.refused.Load(), Wait: f.waitStats()}
 	}
 	finish := func(lines []FlowStats) {
 		rest, restD := completed, dispatched

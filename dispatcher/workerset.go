@@ -137,8 +137,8 @@ func (d *Dispatcher[R]) waited(r *request[R]) {
 	if t == nil {
 		t = d.book.def
 	}
-	t.stats.wait.record(w)
-	d.book.classes[r.prio].wait.record(w)
+	t.stats.recordWait(w)
+	d.book.classes[r.prio].recordWait(w)
 }
 
 // finished counts r's completion for its tenant and class; the default

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"sync"
 	"sync/atomic"
 )
@@ -17,8 +16,9 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 // pond's groups do, and collects their answers in submission order. Make
 // it with Dispatcher.Group; submit with Go (waits for room) or TryGo
 // (never waits); collect with Wait, or range over Results to take each
-// answer as soon as those before it are in. Many groups may share one
-// dispatcher: their tasks meet in its intake like any other requests.
+// answer as soon as those before it are in (or, with CompletionOrder, as
+// soon as it is in). Many groups may share one dispatcher: their tasks
+// meet in its intake like any other requests.
 //
 // By default the first task to fail cancels the group's context (tasks
 // receive it as their argument: queued ones then end without running,
@@ -35,30 +35,52 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 // Wait returned (Wait waits for it), and otherwise gets ErrGroupDone.
 //
 // Cost: no allocation per task beyond its result slot, which the group
-// allocates in chunks; Wait allocates the result slice.
+// allocates in chunks; Wait allocates the result slice. A Results range
+// reuses the slots it has yielded, so a group ranged over while it is fed
+// holds what is in flight and what waits to be read, not every task.
 type Group[R any] struct {
-	d       *Dispatcher[R]
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	collect bool
-	bad     error // why the group was refused at construction
-	first   atomic.Pointer[groupSlot[R]]
-	tenant  *tenant
-	sem     chan struct{} // a token per task accepted and not answered (Limit); nil without
+	d          *Dispatcher[R]
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	collect    bool
+	completion bool  // CompletionOrder
+	bad        error // why the group was refused at construction
+	// first is the failure that cancelled the group (not with
+	// CollectErrors): the error itself, as its slot may be reused.
+	first  atomic.Pointer[error]
+	tenant *tenant
+	sem    chan struct{} // a token per task accepted and not answered (Limit); nil without
+
+	// done is the stack of kept slots answered and not yet taken by
+	// Results, newest on top (CompletionOrder only): whoever completes a
+	// slot, its worker or its submit, pushes it; Results takes the whole
+	// stack at once. doneWake (capacity 1) gets a token when a push finds
+	// the stack empty: Results sleeps on it only after finding it empty.
+	done     atomic.Pointer[groupSlot[R]]
+	doneWake chan struct{}
 
 	mu        sync.Mutex
-	wake      sync.Cond // Wait waits on it for submits in progress
+	wake      sync.Cond // Wait and Results wait on it for submits in progress
 	chunks    []*groupChunk[R]
-	spare     []*groupSlot[R] // slots of refused TryGo calls, for reuse
-	count     int             // slots kept: the next kept slot's index
-	accepts   int             // slots the dispatcher accepted, ever
-	reserving int             // slots taken whose submit has not returned
-	waiting   bool            // Wait is in wake.Wait
-	finished  bool            // Wait has collected the results
+	free      *groupSlot[R] // slots to reuse (refused TryGo calls', and those Results yielded), linked by next
+	slots     int           // slots allocated
+	count     int           // slots kept: the next kept slot's index
+	accepts   int           // slots the dispatcher accepted, ever
+	reserving int           // slots taken whose submit has not returned
+	pending   int           // kept slots Results has not yielded
+	waiting   bool          // Wait or Results is in wake.Wait
+	taken     bool          // a Results range has begun: the group keeps no value it yields
+	finished  bool          // Wait or Results has collected the results
 
-	// The kept slots as a list in index order, for Results (no
-	// allocation: each slot links the next).
+	// The kept slots as a list in index order, for Results in submission
+	// order (no allocation: each slot links the next); Results takes them
+	// from the front. batch: the slots Results took off done and has not
+	// yielded yet, in completion order.
 	kept, lastKept *groupSlot[R]
+	batch          *groupSlot[R]
+	// yielded: the failures Results has yielded, which the group's error
+	// still needs once their slots are reused (see note).
+	yielded []failure
 
 	waitMu sync.Mutex // one Wait collects; the others return its result
 	res    []R
@@ -69,11 +91,20 @@ type Group[R any] struct {
 // pointers into it) and the channel its requests are answered on. The
 // channel holds one token per slot, so a worker's answer never blocks
 // even when nobody is in Wait yet.
+//
+// Tokens do not say whose answer they are, so a slot Results yields is
+// reused only once its chunk has had a token taken for every accepted
+// slot freed (received >= freed): the tokens not yet taken are then
+// those of slots not yet freed, at most one each, and a worker's answer
+// still never blocks. The worker that answered the freed slot may not
+// have sent its token yet; after answered it reads only r.fut and r.done,
+// which a slot never changes, so reusing the slot races with nothing.
 type groupChunk[R any] struct {
 	slots    []groupSlot[R]
 	used     int // slots handed out
 	accepted int // answers that will arrive on done
-	received int // answers Wait has taken
+	received int // answers Wait or Results has taken
+	freed    int // accepted slots Results yielded and freed for reuse
 	done     chan struct{}
 }
 
@@ -86,22 +117,38 @@ type groupSlot[R any] struct {
 	r     request[R]
 	g     *Group[R]
 	c     *groupChunk[R]
-	index int // position in Wait's result, or -1 while not kept
-	// ready: the answer (or a Go's refusal) is in r, set before the
-	// answer's token; Results waits for it slot by slot.
-	ready atomic.Bool
-	next  *groupSlot[R] // the next kept slot (index+1), under g.mu
+	index int // position in Wait's result, or -1 while not kept (or freed)
+	// state: slotKept once its submit has settled, slotAnswered once the
+	// answer (or a Go's refusal, then also slotRefused) is in r, set
+	// before the answer's token; Results in submission order waits for it
+	// slot by slot. With CompletionOrder whoever sets the second of kept
+	// and answered pushes the slot on g.done.
+	state atomic.Uint32
+	// next: the next kept slot (index+1), or the next free one, under
+	// g.mu; with CompletionOrder, the slot below it on g.done or in
+	// g.batch.
+	next *groupSlot[R]
 }
+
+const (
+	slotKept uint32 = 1 << iota
+	slotAnswered
+	slotRefused // kept with a Go's refusal: no token comes
+)
 
 // taskFailed: the group is told of a failure while its other tasks still
 // run, not when Wait looks.
-func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(s, err) }
+func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(err) }
 
-// answered frees the task's place under the group's Limit.
+// answered frees the task's place under the group's Limit, then marks the
+// slot answered: last, as Results may then yield and reuse it.
 func (s *groupSlot[R]) answered() {
-	s.ready.Store(true)
-	if s.g.sem != nil {
-		<-s.g.sem
+	g := s.g
+	if g.sem != nil {
+		<-g.sem
+	}
+	if s.state.Or(slotAnswered)&slotKept != 0 && g.completion {
+		g.push(s)
 	}
 }
 
@@ -116,11 +163,12 @@ const (
 type GroupOption interface{ applyGroup(*groupConfig) }
 
 type groupConfig struct {
-	collect bool
-	limit   int // Limit; 0 without
-	share   int // Share; 0 without
-	name    string
-	err     error // the first bad option
+	collect    bool
+	completion bool // CompletionOrder
+	limit      int  // Limit; 0 without
+	share      int  // Share; 0 without
+	name       string
+	err        error // the first bad option
 }
 
 func (c *groupConfig) fail(err error) {
@@ -156,7 +204,10 @@ func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R
 		}
 		o.applyGroup(&c)
 	}
-	g.collect = c.collect
+	g.collect, g.completion = c.collect, c.completion
+	if g.completion {
+		g.doneWake = make(chan struct{}, 1)
+	}
 	switch {
 	case !d.made():
 		g.bad = ErrNotStarted
@@ -237,7 +288,7 @@ func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
 	if g == nil || g.d == nil {
 		return ErrNotStarted // a zero Group or GroupView: not made by Dispatcher.Group
 	}
-	s, err := g.reserve()
+	s, err := g.reserve(block)
 	if err != nil {
 		return err
 	}
@@ -284,19 +335,30 @@ func (g *Group[R]) acquire(block bool) error {
 	}
 }
 
-// reserve takes a slot for one submit.
-func (g *Group[R]) reserve() (*groupSlot[R], error) {
+// reserve takes a slot for one submit. Go's slot is kept whatever
+// happens, so it takes its place in submission order now, before the
+// task runs and submits others (TryGo's, only once accepted).
+func (g *Group[R]) reserve(keep bool) (*groupSlot[R], error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.finished {
 		return nil, ErrGroupDone
 	}
 	g.reserving++
-	if n := len(g.spare); n > 0 {
-		s := g.spare[n-1]
-		g.spare = g.spare[:n-1]
-		return s, nil
+	s := g.free
+	if s != nil {
+		g.free, s.next = s.next, nil
+	} else {
+		s = g.alloc()
 	}
+	if keep {
+		g.place(s)
+	}
+	return s, nil
+}
+
+// alloc hands out the next slot of the last chunk, or of a new one.
+func (g *Group[R]) alloc() *groupSlot[R] {
 	var c *groupChunk[R]
 	if n := len(g.chunks); n > 0 && g.chunks[n-1].used < len(g.chunks[n-1].slots) {
 		c = g.chunks[n-1]
@@ -307,49 +369,63 @@ func (g *Group[R]) reserve() (*groupSlot[R], error) {
 		}
 		c = &groupChunk[R]{slots: make([]groupSlot[R], size), done: make(chan struct{}, size)}
 		g.chunks = append(g.chunks, c)
+		g.slots += size
 	}
 	s := &c.slots[c.used]
 	c.used++
 	s.g, s.c, s.index = g, c, -1
 	s.r.done = c.done
-	return s, nil
+	return s
 }
 
 // settle records how a submit ended. A slot keeps its place (its index)
 // when the dispatcher accepted it, or when Go was refused; a refused TryGo
-// gives it back for the next submit.
+// gives it back for the next submit. Kept, it may now be yielded once
+// answered (it is not before: Results must not free a slot its submit
+// still holds).
 func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	g.mu.Lock()
 	g.reserving--
+	kept := err == nil || keep
+	bits := slotKept
 	switch {
 	case err == nil:
-		s.index = g.count
-		g.count++
 		s.c.accepted++
 		g.accepts++
-		g.keep(s)
 	case keep:
-		s.index = g.count
-		g.count++
 		s.r.err = err // no answer will come: the refusal is the answer
 		s.r.ctx, s.r.fn = nil, nil
-		s.ready.Store(true)
-		g.keep(s)
+		bits |= slotAnswered | slotRefused
 	default:
 		s.r.ctx, s.r.fn = nil, nil
-		g.spare = append(g.spare, s)
+		g.free, s.next = s, g.free
 	}
-	if g.waiting && g.reserving == 0 {
+	if kept {
+		if !keep {
+			g.place(s) // an accepted TryGo
+		}
+		if old := s.state.Or(bits); g.completion && (old|bits)&slotAnswered != 0 {
+			g.push(s) // answered before its submit returned, or refused
+		}
+	}
+	if g.waiting && (kept || g.reserving == 0) {
 		g.wake.Broadcast()
 	}
 	g.mu.Unlock()
 	if err != nil && keep {
-		g.failed(s, err)
+		g.failed(err)
 	}
 }
 
-// keep appends the slot just given its index to the list of kept slots.
-func (g *Group[R]) keep(s *groupSlot[R]) {
+// place gives s the next index, for Wait's result, and, in submission
+// order, appends it to the list of kept slots Results reads.
+func (g *Group[R]) place(s *groupSlot[R]) {
+	s.index = g.count
+	g.count++
+	g.pending++
+	if g.completion {
+		return
+	}
 	if g.lastKept == nil {
 		g.kept = s
 	} else {
@@ -358,11 +434,16 @@ func (g *Group[R]) keep(s *groupSlot[R]) {
 	g.lastKept = s
 }
 
-// failed notes that s failed with err as it happened: the first such
+// failed notes that a task failed with err as it happened: the first such
 // failure is the group's error and, unless the group collects errors,
 // cancels its context with err as the cause.
-func (g *Group[R]) failed(s *groupSlot[R], err error) {
-	if !g.collect && g.first.CompareAndSwap(nil, s) {
+func (g *Group[R]) failed(err error) {
+	if g.collect || g.first.Load() != nil {
+		return
+	}
+	p := new(error) // once or so a group: only until the first is in
+	*p = err
+	if g.first.CompareAndSwap(nil, p) {
 		g.cancel(err)
 	}
 }
@@ -373,6 +454,8 @@ func (g *Group[R]) failed(s *groupSlot[R], err error) {
 // first failure, or with CollectErrors every error joined in submission
 // order; nil when every task succeeded. Wait then cancels the group's
 // context, as errgroup does. Later calls return the same slice and error.
+// Once a Results range has begun, the values are the range's: the group
+// does not keep them, and Wait returns a nil slice (and the error).
 func (g *Group[R]) Wait() ([]R, error) {
 	if g == nil || g.d == nil {
 		return nil, ErrNotStarted
@@ -383,158 +466,7 @@ func (g *Group[R]) Wait() ([]R, error) {
 		return g.res, g.err
 	}
 	g.mu.Lock()
-	for {
-		gen := g.accepts
-		// chunks may grow while the lock is released: index, not range.
-		for i := 0; i < len(g.chunks); i++ {
-			c := g.chunks[i]
-			for c.received < c.accepted {
-				g.mu.Unlock()
-				<-c.done
-				g.mu.Lock()
-				c.received++
-			}
-		}
-		if g.reserving > 0 {
-			g.waiting = true
-			g.wake.Wait()
-			g.waiting = false
-			continue
-		}
-		if g.accepts == gen {
-			break
-		}
-	}
+	g.drain()
 	g.finish()
 	return g.res, g.err
-}
-
-// finish collects the results once every kept slot is answered and no
-// submit is in progress; g.mu is held, and released.
-func (g *Group[R]) finish() {
-	g.finished = true
-	chunks, count := g.chunks, g.count
-	g.chunks, g.spare, g.kept, g.lastKept = nil, nil, nil, nil
-	g.mu.Unlock()
-
-	g.res, g.err = g.results(chunks, count)
-	g.cancel(nil)
-}
-
-// Results returns the group's answers as an iterator: each task's value
-// and error, in submission order, each yielded as soon as it and every
-// task before it are answered, while tasks still run and others are
-// submitted (from the loop body too). A Go that was refused yields its
-// refusal. The sequence ends as Wait returns: once every task submitted
-// before (and by the tasks meanwhile) has been yielded. The group is
-// then done, as after Wait: Wait returns the results and error it would
-// have, later submits get ErrGroupDone, the context is cancelled.
-//
-// Leaving the range early cancels the group's context and waits for
-// every task, as Wait does, before the range returns; Wait then returns
-// the results. Results on a group already done (Wait or a Results range
-// has ended) yields one (zero, ErrGroupDone); on a group not made by
-// Dispatcher.Group, (zero, ErrNotStarted). A range and a Wait, or two
-// ranges, run one after the other, as two Waits do. Results has no
-// completion order: the answers of a group are collected in submission
-// order (Map is the stream's tool).
-func (g *Group[R]) Results() iter.Seq2[R, error] {
-	return func(yield func(R, error) bool) {
-		var zero R
-		if g == nil || g.d == nil {
-			yield(zero, ErrNotStarted)
-			return
-		}
-		g.waitMu.Lock()
-		defer g.waitMu.Unlock()
-		if g.finished {
-			yield(zero, ErrGroupDone)
-			return
-		}
-		g.mu.Lock()
-		more := true
-		var last *groupSlot[R] // the last slot taken; nil before the first
-		for {
-			for {
-				s := g.kept
-				if last != nil {
-					s = last.next
-				}
-				if s == nil {
-					break
-				}
-				last = s
-				for !s.ready.Load() {
-					// Each token follows one slot's ready: take them until
-					// this slot's has come.
-					g.mu.Unlock()
-					<-s.c.done
-					g.mu.Lock()
-					s.c.received++
-				}
-				if !more {
-					continue
-				}
-				v, err := s.r.res, s.r.err
-				g.mu.Unlock()
-				more = yield(v, err) // unlocked: the body may submit
-				if !more {
-					g.cancel(context.Canceled)
-				}
-				g.mu.Lock()
-			}
-			if g.reserving > 0 {
-				g.waiting = true
-				g.wake.Wait()
-				g.waiting = false
-				continue
-			}
-			break
-		}
-		g.finish()
-	}
-}
-
-// results reads every kept slot once all are answered.
-func (g *Group[R]) results(chunks []*groupChunk[R], count int) ([]R, error) {
-	res := make([]R, count)
-	var errs []error
-	if g.collect {
-		errs = make([]error, count)
-	}
-	var firstErr error
-	firstAt := count
-	for _, c := range chunks {
-		for i := range c.used {
-			s := &c.slots[i]
-			if s.index < 0 {
-				continue
-			}
-			res[s.index] = s.r.res
-			if s.r.err == nil {
-				continue
-			}
-			if errs != nil {
-				errs[s.index] = s.r.err
-			}
-			if s.index < firstAt {
-				firstAt, firstErr = s.index, s.r.err
-			}
-		}
-	}
-	switch {
-	case g.bad != nil:
-		return res, g.bad
-	case g.collect:
-		return res, errors.Join(errs...)
-	}
-	if s := g.first.Load(); s != nil {
-		// The failure that cancelled the group, not the cancellations it
-		// caused in the tasks queued before it.
-		return res, s.r.err
-	}
-	// Only failures the group did not see happen (a request answered
-	// without running: the parent context ended, Close gave up, a strategy
-	// picked no worker): the first in submission order.
-	return res, firstErr
 }

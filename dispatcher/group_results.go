@@ -1,0 +1,210 @@
+package dispatcher
+
+import (
+	"context"
+	"iter"
+)
+
+// CompletionOrder makes the group's Results yield each answer as soon as
+// it is in, in the order the tasks finish, instead of in submission
+// order: a slow task holds back no answer but its own. Wait is unchanged:
+// its slice is in submission order. It is an option of the group, not of
+// the range, because the group then has each answered task pushed where
+// Results finds it (one compare-and-swap per task on the worker that
+// answers, no allocation): the order is the order of those pushes.
+func CompletionOrder() GroupOption {
+	return groupOptionFunc(func(c *groupConfig) { c.completion = true })
+}
+
+// Results returns the group's answers as an iterator: each task's value
+// and error, yielded as soon as it is answered and every task before it
+// is too, in submission order; with CompletionOrder, as soon as it is
+// answered, in the order the tasks finish. It runs while tasks still run
+// and others are submitted (from the loop body or from other goroutines).
+// A Go that was refused yields its refusal. Each task's error is yielded
+// beside it: by default the first failure cancels the group, and the
+// tasks it cancels yield their context's error; with CollectErrors
+// nothing is cancelled.
+//
+// The sequence ends as Wait returns: once every task submitted before
+// (and by the tasks meanwhile) has been yielded and no submit is in
+// progress. So a range that catches up with a producer in another
+// goroutine ends there, and the producer's next submit gets ErrGroupDone:
+// such a producer keeps the range open by keeping a task unanswered until
+// it is done (each task returning once the next is submitted, say). The
+// group is then done, as after Wait: later submits get ErrGroupDone, the
+// context is cancelled, and Wait returns the error it would have (the
+// first failure, or with CollectErrors every error joined in submission
+// order) with a nil slice.
+//
+// Memory. The range takes each value: the group keeps no answer it has
+// yielded, and its next submit reuses the slot. A group ranged over
+// while a producer feeds it holds the tasks in flight and the answers
+// waiting to be read (in submission order, those behind a task still
+// running), not every task submitted. (Without the range, Wait returns
+// every value, so the group holds them all.)
+//
+// Leaving the range early cancels the group's context and waits for
+// every task, as Wait does, before the range returns; Wait then returns
+// the group's error. A panic in the loop body leaves the group as it is,
+// for Wait (or another range) to finish. Results on a group already done
+// (Wait or a Results range has ended) yields one (zero, ErrGroupDone); on
+// a group not made by Dispatcher.Group, (zero, ErrNotStarted). A range and
+// a Wait, or two ranges, run one after the other, as two Waits do.
+func (g *Group[R]) Results() iter.Seq2[R, error] {
+	return func(yield func(R, error) bool) {
+		var zero R
+		if g == nil || g.d == nil {
+			yield(zero, ErrNotStarted)
+			return
+		}
+		g.waitMu.Lock()
+		defer g.waitMu.Unlock()
+		if g.finished {
+			yield(zero, ErrGroupDone)
+			return
+		}
+		g.mu.Lock()
+		g.taken = true
+		for {
+			var s *groupSlot[R]
+			if g.completion {
+				s = g.nextCompleted()
+			} else {
+				s = g.nextInOrder()
+			}
+			if s == nil {
+				break
+			}
+			v, err := g.release(s)
+			g.mu.Unlock() // the body may submit
+			if !yield(v, err) {
+				g.cancel(context.Canceled)
+				g.mu.Lock()
+				break
+			}
+			g.mu.Lock()
+		}
+		g.drain()
+		g.finish()
+	}
+}
+
+// nextInOrder takes the next slot in submission order off the list once
+// its submit has settled and it is answered, waiting for both; nil once
+// no slot is kept and no submit is in progress. g.mu is held.
+func (g *Group[R]) nextInOrder() *groupSlot[R] {
+	for {
+		s := g.kept
+		if s == nil {
+			if g.reserving == 0 {
+				return nil
+			}
+			g.waiting = true
+			g.wake.Wait()
+			g.waiting = false
+			continue
+		}
+		st := s.state.Load()
+		if st&slotKept == 0 {
+			// A Go has its place from its start; its settle wakes us.
+			g.waiting = true
+			g.wake.Wait()
+			g.waiting = false
+			continue
+		}
+		if st&slotAnswered == 0 {
+			// Each token follows one slot's answer: take them until this
+			// slot's has come.
+			g.mu.Unlock()
+			<-s.c.done
+			g.mu.Lock()
+			s.c.received++
+			continue
+		}
+		if g.kept = s.next; g.kept == nil {
+			g.lastKept = nil
+		}
+		s.next = nil
+		return s
+	}
+}
+
+// nextCompleted takes the next answered slot in completion order,
+// waiting for one; nil once no slot is kept and no submit is in progress.
+// g.mu is held.
+func (g *Group[R]) nextCompleted() *groupSlot[R] {
+	for g.batch == nil {
+		top := g.done.Swap(nil)
+		switch {
+		case top != nil:
+			// Newest on top: reversed, the batch is in completion order.
+			for top != nil {
+				next := top.next
+				top.next, g.batch = g.batch, top
+				top = next
+			}
+		case g.pending > 0:
+			// Some kept slot is not answered: its push will find done
+			// empty (this Swap emptied it) and leave a token.
+			g.mu.Unlock()
+			<-g.doneWake
+			g.mu.Lock()
+		case g.reserving > 0:
+			g.waiting = true
+			g.wake.Wait()
+			g.waiting = false
+		default:
+			return nil
+		}
+	}
+	s := g.batch
+	g.batch, s.next = s.next, nil
+	return s
+}
+
+// push puts the answered kept slot s on g.done (CompletionOrder). Results
+// only ever takes the whole stack, so a push that succeeds is right
+// whatever happened to its top meanwhile.
+func (g *Group[R]) push(s *groupSlot[R]) {
+	for {
+		top := g.done.Load()
+		s.next = top
+		if g.done.CompareAndSwap(top, s) {
+			if top == nil {
+				select {
+				case g.doneWake <- struct{}{}:
+				default: // a token is already there
+				}
+			}
+			return
+		}
+	}
+}
+
+// release takes the answer of the slot s that Results is about to yield,
+// notes its failure for the group's error, and frees s for the next
+// submit once its chunk has had a token taken for every accepted slot it
+// freed (see groupChunk). g.mu is held.
+func (g *Group[R]) release(s *groupSlot[R]) (R, error) {
+	var zero R
+	v, err := s.r.res, s.r.err
+	if err != nil {
+		g.yielded = g.note(g.yielded, s.index, err)
+	}
+	if s.state.Load()&slotRefused == 0 {
+		c := s.c
+		c.freed++
+		for c.received < c.freed {
+			g.mu.Unlock()
+			<-c.done // a few instructions after an answer already seen
+			g.mu.Lock()
+			c.received++
+		}
+	}
+	s.r.res, s.r.err, s.index = zero, nil, -1
+	s.state.Store(0)
+	g.free, s.next = s, g.free
+	g.pending--
+	return v, err
+}

@@ -1,0 +1,276 @@
+package dispatcher_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gobalancer/balancer/dispatcher"
+)
+
+// TestGroupResultsBreakCompletion: leaving a completion-order range early
+// cancels the group and returns once no task runs; the group is done.
+func TestGroupResultsBreakCompletion(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		// ok(5), second, goes to the idle worker (least-pending), not
+		// behind the first blocking task.
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		g := groupIn(d, true)
+		var running atomic.Int64
+		blocking := func(ctx context.Context) (int, error) {
+			running.Add(1)
+			defer running.Add(-1)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		require.NoError(t, g.Go(blocking))
+		require.NoError(t, g.Go(ok(5)))
+		for range 9 {
+			require.NoError(t, g.Go(blocking))
+		}
+		within(t, 10*time.Second, "break", func() {
+			for v, err := range g.Results() {
+				assert.NoError(t, err)
+				assert.Equal(t, 5, v, "the only task that finishes on its own")
+				break
+			}
+		})
+		require.Zero(t, running.Load())
+		require.ErrorIs(t, g.Context().Err(), context.Canceled)
+		res, err := g.Wait()
+		require.Nil(t, res)
+		require.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrGroupDone)
+		_, errs := collect(t, g.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrGroupDone)
+	})
+}
+
+// TestGroupResultsErrors: by default the first failure is yielded, cancels
+// the group (the running tasks yield their cancellation) and is Wait's
+// error; with CollectErrors every task runs, each error is yielded beside
+// its task, and Wait joins them in submission order whatever the order of
+// the range. Panics and Goexits are their tasks' errors.
+func TestGroupResultsErrors(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
+
+		g := groupIn(d, completion)
+		var ran atomic.Int32
+		fail := make(chan struct{})
+		// First, so it has a worker: it fails once the others are in.
+		require.NoError(t, g.Go(func(context.Context) (int, error) { <-fail; return 0, errBoom }))
+		for range 5 {
+			require.NoError(t, g.Go(untilCancelled(&ran)))
+		}
+		close(fail)
+		vals, errs := collect(t, g.Results())
+		require.Len(t, errs, 6)
+		require.Equal(t, make([]int, 6), vals)
+		booms, cancels := 0, 0
+		for _, err := range errs {
+			switch {
+			case errors.Is(err, errBoom):
+				booms++
+			case errors.Is(err, context.Canceled):
+				cancels++
+			}
+		}
+		require.Equal(t, 1, booms)
+		require.Equal(t, 5, cancels)
+		require.ErrorIs(t, context.Cause(g.Context()), errBoom)
+		_, err := g.Wait()
+		require.ErrorIs(t, err, errBoom)
+		require.NotErrorIs(t, err, context.Canceled, "the failure, not what it caused")
+
+		g = groupIn(d, completion, dispatcher.CollectErrors())
+		const n = 60
+		for i := range n {
+			require.NoError(t, g.Go(func(context.Context) (int, error) {
+				switch {
+				case i == 10:
+					return panicTask(i)
+				case i == 20:
+					runtime.Goexit()
+				case i%10 == 5:
+					return i, fmt.Errorf("task %d: %w", i, errBoom)
+				}
+				return i, nil
+			}))
+		}
+		got := map[int]bool{}
+		within(t, 10*time.Second, "range", func() {
+			for v, err := range g.Results() {
+				switch {
+				case errors.Is(err, dispatcher.ErrTaskPanicked):
+					var pe *dispatcher.PanicError
+					assert.ErrorAs(t, err, &pe)
+					assert.Equal(t, "boom 10", pe.Value)
+				case errors.Is(err, dispatcher.ErrTaskExited):
+				case err != nil:
+					assert.EqualError(t, err, fmt.Sprintf("task %d: boom", v))
+					got[v] = true
+				default:
+					got[v] = true
+				}
+			}
+		})
+		require.Len(t, got, n-2, "every other task ran and was yielded")
+		_, err = g.Wait()
+		joined, isJoin := err.(interface{ Unwrap() []error })
+		require.True(t, isJoin, "%T", err)
+		errs = joined.Unwrap()
+		require.Len(t, errs, 2+n/10)
+		require.ErrorIs(t, errs[0], errBoom) // task 5
+		require.ErrorIs(t, errs[1], dispatcher.ErrTaskPanicked)
+		require.ErrorIs(t, errs[2], errBoom) // task 15
+		require.ErrorIs(t, errs[3], dispatcher.ErrTaskExited)
+		for k, e := range errs[4:] {
+			require.EqualError(t, e, fmt.Sprintf("task %d: boom", 25+10*k), "submission order")
+		}
+		require.Equal(t, int64(1), d.Stats().Panics)
+	})
+}
+
+// TestGroupResultsParentCancelled: when the parent context ends mid-range
+// the running tasks see it, the queued ones end without running, a Go is
+// refused with it (its refusal yielded in turn), and the range ends.
+func TestGroupResultsParentCancelled(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		parent, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		opts := []dispatcher.GroupOption{}
+		if completion {
+			opts = append(opts, dispatcher.CompletionOrder())
+		}
+		g := d.Group(parent, opts...)
+		var ran atomic.Int32
+		const n = 30
+		require.NoError(t, g.Go(ok(1)))
+		for range n {
+			require.NoError(t, g.Go(untilCancelled(&ran)))
+		}
+		k := 0
+		var errs []error
+		within(t, 10*time.Second, "range", func() {
+			for v, err := range g.Results() {
+				k++
+				if k == 1 {
+					assert.NoError(t, err)
+					assert.Equal(t, 1, v)
+					cancel()
+					assert.ErrorIs(t, g.Go(ok(2)), context.Canceled)
+					continue
+				}
+				errs = append(errs, err)
+			}
+		})
+		require.Len(t, errs, n+1, "every task and the refused Go")
+		for _, err := range errs {
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		require.Less(t, int(ran.Load()), n, "queued tasks ended without running")
+		_, err := g.Wait()
+		require.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// TestGroupResultsLimit: under Limit a producer feeding the group while it
+// is ranged over never has more than the limit running, and every answer
+// comes once.
+func TestGroupResultsLimit(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		const n, limit = 400, 3
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
+		g := groupIn(d, completion, dispatcher.Limit(limit))
+		var running, most atomic.Int32
+		count := func(task dispatcher.Task[int]) dispatcher.Task[int] {
+			return func(ctx context.Context) (int, error) {
+				r := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); r > m && !most.CompareAndSwap(m, r); m = most.Load() {
+				}
+				return task(ctx)
+			}
+		}
+		fed := feed(t, g, n, nil, count)
+		sum := 0
+		vals, errs := collect(t, g.Results())
+		require.NoError(t, <-fed)
+		require.Len(t, vals, n)
+		for i, v := range vals {
+			require.NoError(t, errs[i])
+			sum += v
+		}
+		require.Equal(t, n*(n-1)/2, sum)
+		require.LessOrEqual(t, most.Load(), int32(limit))
+	})
+}
+
+// TestGroupResultsEmpty: an empty group's range yields nothing and ends;
+// the group is then done, with no error. A group not made by
+// Dispatcher.Group yields ErrNotStarted.
+func TestGroupResultsEmpty(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		g := groupIn(d, completion)
+		vals, errs := collect(t, g.Results())
+		require.Empty(t, vals)
+		require.Empty(t, errs)
+		res, err := g.Wait()
+		require.NoError(t, err)
+		require.Empty(t, res)
+		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrGroupDone)
+
+		var zero dispatcher.Group[int]
+		_, errs = collect(t, zero.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrNotStarted)
+	})
+}
+
+// TestGroupResultsPanicInBody: a panic in the loop body leaves the group
+// for Wait or another range: a completion-order range picks up where the
+// panic left it, and nothing is yielded twice or lost.
+func TestGroupResultsPanicInBody(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		g := groupIn(d, completion)
+		const n = 20
+		for i := range n {
+			require.NoError(t, g.Go(ok(i)))
+		}
+		_ = d.Stats() // let the answers come in, so a batch is taken at once
+		var got []int
+		var p any
+		within(t, 10*time.Second, "panic", func() {
+			defer func() { p = recover() }()
+			for v := range g.Results() {
+				got = append(got, v)
+				if len(got) == 3 {
+					panic("body")
+				}
+			}
+		})
+		require.Equal(t, "body", p)
+		vals, errs := collect(t, g.Results())
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		got = append(got, vals...)
+		if completion {
+			slices.Sort(got)
+		}
+		require.Equal(t, seq(n), got)
+	})
+}

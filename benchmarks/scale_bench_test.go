@@ -1,0 +1,48 @@
+package benchmarks
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+// scaleRequesters are the requester counts of the dispatcher's
+// BenchmarkScaleRequesters.
+var scaleRequesters = []int{1, 64, 1000, 10000}
+
+// BenchmarkScaleRequesters is the dispatcher package's benchmark of the
+// same name with pond in place of our engines: ns per empty Do against
+// the number of closed-loop requesters, over GOMAXPROCS workers. Named
+// engine=pond/strategy=fifo so internal/scaleplot draws it beside them:
+//
+//	go test -run '^$' -bench ScaleRequesters -benchtime 300000x -count 5 . >> scale.txt
+func BenchmarkScaleRequesters(b *testing.B) {
+	for _, im := range Impls {
+		if im.Name != "pond" {
+			continue
+		}
+		for _, requesters := range scaleRequesters {
+			b.Run(fmt.Sprintf("engine=%s/strategy=fifo/requesters=%d", im.Name, requesters), func(b *testing.B) {
+				p := im.New(Workers(), Task("empty"))
+				defer p.Close()
+				requesters := max(1, min(requesters, b.N))
+				var wg sync.WaitGroup
+				b.ReportAllocs()
+				b.ResetTimer()
+				for g := range requesters {
+					n := b.N / requesters
+					if g < b.N%requesters {
+						n++
+					}
+					wg.Go(func() {
+						for range n {
+							p.Do()
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+			})
+		}
+	}
+}

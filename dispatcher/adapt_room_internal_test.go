@@ -76,7 +76,7 @@ func TestAdaptKeepsRoom(t *testing.T) {
 					}
 				})
 			}
-			deadline := time.Now().Add(time.Second)
+			deadline := time.Now().Add(500 * time.Millisecond)
 			rng := rand.New(rand.NewPCG(1, 2))
 			var live []int
 			for i := range 3 {

@@ -65,9 +65,10 @@ func TestNoDeadlockMatrix(t *testing.T) {
 func matrixCell(t *testing.T, requesters int, opts []dispatcher.Option) {
 	const cellBound = 20 * time.Second
 	d := newDispatcher(t, opts...)
-	// Enough requests per requester that queues fill and drain many times,
-	// bounded so the matrix stays fast.
-	per := max(3, 800/requesters)
+	// Enough requests per requester that queues fill and drain many times
+	// (400 fill the deepest explicit buffer, 64, six times over with one
+	// requester), bounded so the matrix stays fast.
+	per := max(3, 400/requesters)
 	var answered atomic.Int64
 	within(t, cellBound, "requesters", func() {
 		requestLoop(t, d, requesters, per, &answered)

@@ -85,7 +85,7 @@ func TestFutureReuseStress(t *testing.T) {
 					}
 				})
 			}
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
 			cctx, cancel := context.WithTimeout(context.Background(), time.Duration(round)*time.Millisecond)
 			_ = d.Close(cctx)
 			cancel()

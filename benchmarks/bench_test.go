@@ -107,26 +107,32 @@ func BenchmarkClosedLoop(b *testing.B) {
 		b.Run("impl="+im.Name+"/kind=empty", func(b *testing.B) {
 			p := im.New(Workers(), Task("empty"))
 			defer p.Close()
-			var wg sync.WaitGroup
 			b.ReportAllocs()
 			cpu := cpuTime()
 			b.ResetTimer()
-			for g := range Requesters {
-				n := b.N / Requesters
-				if g < b.N%Requesters {
-					n++
-				}
-				wg.Go(func() {
-					for range n {
-						p.Do()
-					}
-				})
-			}
-			wg.Wait()
+			doFrom(p, Requesters, b.N)
 			b.StopTimer()
 			reportCPU(b, cpu)
 		})
 	}
+}
+
+// doFrom runs n Do calls on p from requesters closed-loop goroutines,
+// sharing them out as evenly as they go, and returns when all are done.
+func doFrom(p Pool, requesters, n int) {
+	var wg sync.WaitGroup
+	for g := range requesters {
+		k := n / requesters
+		if g < n%requesters {
+			k++
+		}
+		wg.Go(func() {
+			for range k {
+				p.Do()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // Percentile returns the q-quantile (nearest rank) of sorted durations.

@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 )
 
@@ -25,22 +24,9 @@ func BenchmarkScaleRequesters(b *testing.B) {
 			b.Run(fmt.Sprintf("engine=%s/strategy=fifo/requesters=%d", im.Name, requesters), func(b *testing.B) {
 				p := im.New(Workers(), Task("empty"))
 				defer p.Close()
-				requesters := max(1, min(requesters, b.N))
-				var wg sync.WaitGroup
 				b.ReportAllocs()
 				b.ResetTimer()
-				for g := range requesters {
-					n := b.N / requesters
-					if g < b.N%requesters {
-						n++
-					}
-					wg.Go(func() {
-						for range n {
-							p.Do()
-						}
-					})
-				}
-				wg.Wait()
+				doFrom(p, max(1, min(requesters, b.N)), b.N)
 				b.StopTimer()
 			})
 		}

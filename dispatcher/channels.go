@@ -47,6 +47,8 @@ type channels[R any] struct {
 
 	line    line         // submitters waiting for room in a buffered request channel
 	gate    tryGate      // TrySubmit at a zero intake buffer
+	dirty   []int        // workers with requests put and not yet published
+	marked  []bool       // by worker index: in dirty
 	goReqs  sync.Pool    // finished Go requests, reused by the next Go
 	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
 }
@@ -73,7 +75,28 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 	return e
 }
 
-func (e *channels[R]) send(i int, r *request[R]) { e.pool.Worker(i).Send(r) }
+// send puts r in worker i's next run; publish sends the run.
+func (e *channels[R]) send(i int, r *request[R]) {
+	e.pool.Worker(i).Put(r)
+	for len(e.marked) <= i {
+		e.marked = append(e.marked, false)
+	}
+	if !e.marked[i] {
+		e.marked[i] = true
+		e.dirty = append(e.dirty, i)
+	}
+}
+
+// publish sends every worker the run of requests its turn put there: one
+// message per worker per turn, not per request. Called before the
+// balancer waits for anything, so nothing put is left unsent.
+func (e *channels[R]) publish() {
+	for _, i := range e.dirty {
+		e.pool.Worker(i).Publish()
+		e.marked[i] = false
+	}
+	e.dirty = e.dirty[:0]
+}
 
 // setLimit: the balancer's count alone keeps a worker under its limit.
 func (e *channels[R]) setLimit(int, int) {}
@@ -255,6 +278,7 @@ func (e *channels[R]) loop() {
 		if !e.accepting() {
 			reqs = nil // the picked worker is full: serve completions only
 		}
+		e.publish() // what a control call or the last receive dispatched
 		if cap(e.reqs) > 0 {
 			e.offerIdle()
 		}
@@ -309,6 +333,7 @@ func (e *channels[R]) poll() bool {
 			took = true
 		}
 	}
+	e.publish()
 	return took
 }
 

@@ -6,7 +6,9 @@ import (
 )
 
 // Chan is a worker of the channel engine, Pike's shape: it receives items
-// on its own buffered channel and reports finished items on a completion
+// on its own buffered channel, a message per run of items the producer
+// handed over together (Put, then Publish: the items sit in Depth slots
+// the message points into), and reports finished items on a completion
 // channel shared with the other workers: one message per item, except
 // that the completions of quiet items (Config.Quiet: nobody waits for
 // their answer) may be carried by one message with their count while more
@@ -15,12 +17,29 @@ import (
 // the completion channel); then a send never waits for anything but the
 // worker reaching its receive.
 //
-// Send, TryTake, Close and Closed are for the one producer; Busy and Replaced may
-// be called from any goroutine; the rest belongs to the worker goroutine.
+// Put, Publish, Send, TryTake, Close and Closed are for the one producer;
+// Busy and Replaced may be called from any goroutine; the rest belongs to
+// the worker goroutine.
 type Chan[T any] struct {
-	cfg      Config[T]
-	in       chan T
-	done     chan<- Done
+	cfg  Config[T]
+	in   chan run
+	done chan<- Done
+	// slots hold the items of the runs sent: the producer writes slot
+	// put%Depth only while the worker has room, so the item that was
+	// there has been reported finished (its report, on done, orders the
+	// worker's read of it before the producer's write).
+	slots []T
+	put   uint64 // producer: items Put
+	sent  uint64 // producer: items Published (the next run starts here)
+	back  run    // producer: the items taken back by TryTake, not yet returned
+
+	cur run // worker: the rest of the run being run
+	// claim is the position of the next item to start: the worker moves
+	// it one item at a time, TryTake to put at once, whichever CAS wins
+	// owns the items. A run the worker has received is not yet started:
+	// what Close abandons must still be taken back.
+	claim atomic.Uint64
+
 	index    int
 	count    func() // w.finish as a value, made once: no allocation per item
 	stopped  chan struct{}
@@ -34,6 +53,12 @@ type Chan[T any] struct {
 	held    int  // finished items not yet reported
 	exit    bool
 	start   time.Time
+}
+
+// run is a channel message: n items from slot at (modulo Depth).
+type run struct {
+	at uint64
+	n  int
 }
 
 // Done is a completion message: worker Worker finished N items (N ≥ 1).
@@ -55,7 +80,8 @@ func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 	}
 	w := &Chan[T]{
 		cfg:     cfg,
-		in:      make(chan T, cfg.Depth-1),
+		in:      make(chan run, cfg.Depth-1),
+		slots:   make([]T, cfg.Depth),
 		done:    done,
 		index:   index,
 		stopped: make(chan struct{}),
@@ -64,33 +90,85 @@ func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 	return w
 }
 
-// Send hands item to the worker. The producer must know it has room (see
-// Chan); with a zero buffer the worker is then idle and the send completes
-// as soon as it is back at its receive.
-func (w *Chan[T]) Send(item T) { w.in <- item }
+// Put adds item to the run the next Publish sends. The producer must know
+// the worker has room for it (see Chan).
+func (w *Chan[T]) Put(item T) {
+	w.slots[w.put%uint64(len(w.slots))] = item
+	w.put++
+}
 
-// TryTake takes back an item still queued, without blocking, so the
-// producer can answer it without running it. Safe while the worker runs:
-// a channel hands each item to one receiver.
-func (w *Chan[T]) TryTake() (item T, ok bool) {
-	// ok is false for a closed channel too (a removed worker whose queue
-	// is empty): there is nothing to take back.
-	select {
-	case item, ok = <-w.in:
-		return item, ok
-	default:
-		return item, false
+// Publish sends the items Put since the last Publish as one run: one
+// channel send however many there are (a balancer handing a worker
+// several requests in a turn paid a send per request, and the worker a
+// receive). With a zero buffer the worker is idle when it may be sent to,
+// and the send completes as soon as it is back at its receive.
+func (w *Chan[T]) Publish() {
+	if n := int(w.put - w.sent); n > 0 {
+		w.in <- run{at: w.sent, n: n}
+		w.sent = w.put
 	}
 }
 
-// Close makes the worker exit once it has run every item already sent.
-// Nothing may be sent afterwards. Close is idempotent, as the ring
+// Send is Put then Publish: one item, one message.
+func (w *Chan[T]) Send(item T) {
+	w.Put(item)
+	w.Publish()
+}
+
+// TryTake takes back an item not yet started, without blocking, so the
+// producer can answer it without running it: the first call claims every
+// item Put and not started (published or not, received by the worker or
+// not), later calls return them one at a time, oldest first. Safe while
+// the worker runs: the worker skips what was claimed. The producer must
+// Put nothing afterwards (it is for Close's abandonment).
+func (w *Chan[T]) TryTake() (item T, ok bool) {
+	if w.back.n == 0 {
+		p := w.claim.Load()
+		for p < w.put && !w.claim.CompareAndSwap(p, w.put) {
+			p = w.claim.Load()
+		}
+		if p >= w.put {
+			return item, false
+		}
+		w.back = run{at: p, n: int(w.put - p)}
+	}
+	return w.take(&w.back), true
+}
+
+// take returns the next item of r from its slot, clearing the slot so it
+// keeps nothing reachable.
+func (w *Chan[T]) take(r *run) T {
+	var zero T
+	i := r.at % uint64(len(w.slots))
+	item := w.slots[i]
+	w.slots[i] = zero
+	r.at++
+	r.n--
+	return item
+}
+
+// next claims the next item of the current run for the worker, skipping
+// the items TryTake claimed, and reports whether there was one.
+func (w *Chan[T]) next() (item T, ok bool) {
+	for w.cur.n > 0 {
+		if w.claim.CompareAndSwap(w.cur.at, w.cur.at+1) {
+			return w.take(&w.cur), true
+		}
+		w.cur.at++ // taken back
+		w.cur.n--
+	}
+	return item, false
+}
+
+// Close makes the worker exit once it has run every item already Put
+// (Close publishes them). Nothing may be sent afterwards. Close is idempotent, as the ring
 // worker's is: on a closed worker it leaves the worker closed and does not
 // close the channel again (which would panic). The flag, not the channel,
 // says it was closed, because a closed channel cannot be asked without
 // receiving from it.
 func (w *Chan[T]) Close() {
 	if !w.closed {
+		w.Publish()
 		w.closed = true
 		close(w.in)
 	}
@@ -135,21 +213,35 @@ func (w *Chan[T]) loop() {
 	}
 }
 
-// receive takes the next item, publishing the busy time of the run of
-// items that ends when it has to wait, and reporting the completions it
-// held (the producer may have taken back the items it counted on). (Yielding a few times before
-// blocking, as the balancer does, was tried: no measurable gain on 2 cores.)
+// receive takes the next item: from the run being run, else from the
+// next run on the channel, publishing first the busy time of the items
+// run so far and the completions held when it has to wait for one (the
+// producer may have taken back the items it counted on). (Yielding a few
+// times before blocking, as the balancer does, was tried: no measurable
+// gain on 2 cores.)
 func (w *Chan[T]) receive() (item T, ok bool) {
-	select {
-	case item, ok = <-w.in:
-		return item, ok
-	default:
+	for {
+		if item, ok = w.next(); ok {
+			return item, true
+		}
+		var r run
+		select {
+		case r, ok = <-w.in:
+		default:
+			w.publishBusy()
+			w.report()
+			r, ok = <-w.in
+		}
+		if !ok {
+			return item, false
+		}
+		w.cur = r
 	}
-	w.publishBusy()
-	w.report()
-	item, ok = <-w.in
-	return item, ok
 }
+
+// queued is a lower bound of the items waiting behind the current one:
+// the rest of its run and a run per message on the channel.
+func (w *Chan[T]) queued() int { return w.cur.n + len(w.in) }
 
 // respawn: see Worker.respawn.
 func (w *Chan[T]) respawn() {
@@ -176,7 +268,7 @@ func (w *Chan[T]) finish() {
 	}
 	w.counted = true
 	w.held++
-	q := len(w.in)
+	q := w.queued()
 	if w.ran++; w.ran >= flushEvery || q == 0 {
 		w.publishBusy()
 	}

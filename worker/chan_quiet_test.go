@@ -144,3 +144,59 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 	w.Close()
 	waitAll(t, &wg)
 }
+
+// Items Put together travel as one message and run in order.
+func TestChanRunOneMessage(t *testing.T) {
+	gate := make(chan struct{})
+	w, done, wg, ran := quietChan(t, 8, gate)
+	for _, it := range []int{1, 3, 5, 7, 9} { // loud: a report each
+		w.Put(it)
+	}
+	require.Equal(t, 0, worker.ChanLen(w), "nothing sent before Publish")
+	w.Publish()
+	total := 0
+	for total < 5 {
+		select {
+		case c := <-done:
+			total += c.N
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 5 reported", total)
+		}
+	}
+	w.Close()
+	waitAll(t, wg)
+	require.Equal(t, []int{1, 3, 5, 7, 9}, *ran)
+}
+
+// TryTake claims the items of a run the worker has received but not yet
+// started; the worker skips them and reports only what it ran.
+func TestChanTryTakeInsideReceivedRun(t *testing.T) {
+	gate := make(chan struct{})
+	w, done, wg, ran := quietChan(t, 8, gate)
+	for _, it := range []int{0, 1, 3, 5, 7} {
+		w.Put(it)
+	}
+	w.Publish()
+	// The worker has the run and waits in item 0.
+	require.Eventually(t, func() bool { return worker.ChanLen(w) == 0 }, 5*time.Second, time.Millisecond)
+	var taken []int
+	for {
+		it, ok := w.TryTake()
+		if !ok {
+			break
+		}
+		taken = append(taken, it)
+	}
+	require.Equal(t, []int{1, 3, 5, 7}, taken)
+	close(gate)
+	select {
+	case c := <-done:
+		require.Equal(t, worker.Done{Worker: 5, N: 1}, c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("item 0 not reported")
+	}
+	w.Close()
+	waitAll(t, wg)
+	require.Equal(t, []int{0}, *ran)
+	require.Empty(t, done)
+}

@@ -9,5 +9,6 @@ func (w *Worker[T]) Push(item T) {
 // Pushed returns how many items were written. Producer only.
 func (w *Worker[T]) Pushed() uint64 { return w.put }
 
-// ChanLen returns how many items wait in w's channel.
+// ChanLen returns how many runs wait in w's channel (an item each when
+// they were sent with Send).
 func ChanLen[T any](w *Chan[T]) int { return len(w.in) }

@@ -89,6 +89,9 @@ func (r *request[R]) answer(v R, err error) {
 	// Whoever waits keeps the answer, not the task nor its context.
 	r.res, r.err, r.fn, r.ctx = v, err, nil, nil
 	if r.owner != nil {
+		// From here a group's range may read the answer and reuse the
+		// request for its next task: touch nothing below but fut and done,
+		// which a group never changes.
 		r.owner.answered()
 	}
 	if r.fut != nil {

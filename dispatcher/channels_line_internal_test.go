@@ -76,14 +76,19 @@ func TestChannelLineStolenTokenKeepsFront(t *testing.T) {
 		w2 := chanSubmit(e, t.Context(), r2)
 		synctest.Wait()
 
-		e.line.mu.Lock() // hold w1 off the lock until the newcomer is in
-		<-e.reqs
-		e.offerLocked()           // w1's token
-		e.reqs <- &request[int]{} // the newcomer's send
+		// The balancer offered w1 room a newcomer filled before w1 ran
+		// (played by hand: the channel stays full while w1 holds its
+		// token, so the newcomer's send and w1's cannot race in the test).
+		e.line.mu.Lock()
+		ch := e.line.waitq.popFront()
+		e.line.waiting.Add(-1)
+		e.line.offered.Add(1)
+		ch <- struct{}{}
 		e.line.mu.Unlock()
 		synctest.Wait()
 		require.False(t, w1.done || w2.done)
 		require.Equal(t, int32(2), e.line.waiting.Load())
+		require.Zero(t, e.line.offered.Load())
 
 		<-e.reqs
 		e.offer()

@@ -11,8 +11,9 @@ import (
 )
 
 // quietChan is a channel worker (index 5) whose even items are quiet and
-// whose item 0 waits for gate; it records the order items ran in.
-func quietChan(t *testing.T, depth int, gate chan struct{}) (*worker.Chan[int], chan worker.Done, *sync.WaitGroup, *[]int) {
+// whose item 0 waits for gate (after closing entered, if given); it
+// records the order items ran in.
+func quietChan(t *testing.T, depth int, gate chan struct{}, entered ...chan struct{}) (*worker.Chan[int], chan worker.Done, *sync.WaitGroup, *[]int) {
 	t.Helper()
 	done := make(chan worker.Done, depth)
 	var wg sync.WaitGroup
@@ -21,6 +22,9 @@ func quietChan(t *testing.T, depth int, gate chan struct{}) (*worker.Chan[int], 
 		Depth: depth,
 		Run: func(item int, count func()) {
 			if item == 0 {
+				for _, e := range entered {
+					close(e)
+				}
 				<-gate
 			}
 			ran = append(ran, item)
@@ -98,7 +102,7 @@ func TestChanLoudItemFlushesHeld(t *testing.T) {
 func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 	const depth = 40
 	gate := make(chan struct{})
-	block := make(chan struct{})
+	block, entered := make(chan struct{}), make(chan struct{})
 	done := make(chan worker.Done, depth)
 	var wg sync.WaitGroup
 	w := worker.NewChan(worker.Config[int]{
@@ -108,6 +112,7 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 			case 0:
 				<-gate
 			case 4:
+				close(entered)
 				<-block // running while the producer takes the rest back
 			}
 			count()
@@ -122,7 +127,12 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 		w.Send(i)
 	}
 	close(gate)
-	require.Eventually(t, func() bool { return worker.ChanLen(w) == 25 }, 5*time.Second, time.Millisecond)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("item 4 did not start")
+	}
+	require.Equal(t, 25, worker.ChanLen(w))
 	taken := 0
 	for {
 		if _, ok := w.TryTake(); !ok {
@@ -171,14 +181,19 @@ func TestChanRunOneMessage(t *testing.T) {
 // TryTake claims the items of a run the worker has received but not yet
 // started; the worker skips them and reports only what it ran.
 func TestChanTryTakeInsideReceivedRun(t *testing.T) {
-	gate := make(chan struct{})
-	w, done, wg, ran := quietChan(t, 8, gate)
+	gate, entered := make(chan struct{}), make(chan struct{})
+	w, done, wg, ran := quietChan(t, 8, gate, entered)
 	for _, it := range []int{0, 1, 3, 5, 7} {
 		w.Put(it)
 	}
 	w.Publish()
 	// The worker has the run and waits in item 0.
-	require.Eventually(t, func() bool { return worker.ChanLen(w) == 0 }, 5*time.Second, time.Millisecond)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("item 0 did not start")
+	}
+	require.Zero(t, worker.ChanLen(w))
 	var taken []int
 	for {
 		it, ok := w.TryTake()

@@ -100,11 +100,17 @@ func TestChanOneCompletionPerItem(t *testing.T) {
 // TestChanTryTake: queued items can be taken back; a closed, empty channel
 // has nothing to take (it used to report a zero item as taken).
 func TestChanTryTake(t *testing.T) {
-	gate := make(chan struct{})
-	h := newChan(t, 3, 3, func(int) { <-gate })
+	gate, started := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := newChan(t, 3, 3, func(int) {
+		once.Do(func() { close(started) })
+		<-gate
+	})
 	h.w.Send(1)
 	h.w.Send(2)
 	h.w.Send(3)
+	// Item 1 has started: what a TryTake claims from here is queued.
+	<-started
 	var taken []int
 	deadline := time.Now().Add(10 * time.Second)
 	for len(taken) < 2 && time.Now().Before(deadline) {
@@ -129,17 +135,19 @@ func TestChanTryTake(t *testing.T) {
 // then false, never blocks, never panics on the closed channel; every item
 // is run or taken back, never both.
 func TestChanTryTakeAfterClose(t *testing.T) {
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{})
 	h := newChan(t, 4, 8, func(item int) {
 		if item == 0 {
+			close(started)
 			<-release
 		}
 	})
 	for i := range 4 {
 		h.w.Send(i)
 	}
-	// Let the worker take item 0 and block in it.
-	require.Eventually(t, func() bool { return len(h.done) == 0 && worker.ChanLen(h.w) == 3 }, 5*time.Second, time.Millisecond)
+	// Let the worker start item 0 and block in it.
+	<-started
+	require.Equal(t, 3, worker.ChanLen(h.w))
 	h.w.Close()
 	taken := map[int]bool{}
 	for {

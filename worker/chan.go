@@ -28,31 +28,40 @@ type Chan[T any] struct {
 	// put%Depth only while the worker has room, so the item that was
 	// there has been reported finished (its report, on done, orders the
 	// worker's read of it before the producer's write).
-	slots []T
-	put   uint64 // producer: items Put
-	sent  uint64 // producer: items Published (the next run starts here)
-	back  run    // producer: the items taken back by TryTake, not yet returned
-
-	cur run // worker: the rest of the run being run
-	// claim is the position of the next item to start: the worker moves
-	// it one item at a time, TryTake to put at once, whichever CAS wins
-	// owns the items. A run the worker has received is not yet started:
-	// what Close abandons must still be taken back.
-	claim atomic.Uint64
-
+	slots    []T
 	index    int
 	count    func() // w.finish as a value, made once: no allocation per item
 	stopped  chan struct{}
 	replaced atomic.Int64
-	busy     atomic.Int64 // nanoseconds spent running finished items
-	closed   bool         // Close was called; producer only
 
+	// The producer's own, written per item Put: off the worker's line,
+	// which the worker writes per item too.
+	_      pad
+	put    uint64 // items Put
+	sent   uint64 // items Published (the next run starts here)
+	back   run    // the items taken back by TryTake, not yet returned
+	closed bool   // Close was called
+
+	// Written by the worker per run of items, read by the producer when
+	// it accounts a completion.
+	_    pad
+	busy atomic.Int64 // nanoseconds spent running finished items
+
+	// The worker's own; the producer touches claim only in TryTake.
+	_   pad
+	cur run // the rest of the run being run
+	// claim is the position of the next item to start: the worker moves
+	// it one item at a time, TryTake to put at once, whichever CAS wins
+	// owns the items (as Worker's head). A run the worker has received is
+	// not yet started: what Close abandons must still be taken back.
+	claim   atomic.Uint64
 	ran     int // items since the busy time was last published
 	counted bool
 	quiet   bool // the current item is quiet (Config.Quiet)
 	held    int  // finished items not yet reported
 	exit    bool
 	start   time.Time
+	_       pad
 }
 
 // run is a channel message: n items from slot at (modulo Depth).
@@ -70,9 +79,10 @@ type Done struct {
 // holdMost bounds how many quiet completions one message carries.
 const holdMost = 32
 
-// NewChan returns worker index of a channel engine: its channel holds
-// cfg.Depth-1 items (the one it runs is the Depth-th; 0 is unbuffered) and
-// it reports finished items by sending Done{index, n} on done. Completed
+// NewChan returns worker index of a channel engine: it holds cfg.Depth
+// items in its slots, its channel cfg.Depth-1 runs of them (0 is
+// unbuffered), and it reports finished items by sending Done{index, n} on
+// done. Completed
 // is not used: the completion message is the signal.
 func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 	if cfg.Depth < 1 {

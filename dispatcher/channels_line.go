@@ -17,19 +17,13 @@ import (
 // first, and the woken waiter sends without waiting. The request channel
 // stays the only way in: the line decides only who tries next.
 type line struct {
-	mu      sync.Mutex
-	waitq   waiters
-	closed  bool         // Close began: every waiter returns ErrClosed
-	waiting atomic.Int32 // len(waitq), read by the balancer without the lock
+	mu     sync.Mutex
+	waitq  waiters
+	closed bool // Close began: every waiter returns ErrClosed
+	// waiting is waitq's length plus the submitters trying the channel
+	// under mu before they join it, read by the balancer without the lock.
+	waiting atomic.Int32
 	offered atomic.Int32 // tokens sent whose receivers have not yet tried
-	chans   sync.Pool    // waiters' channels, reused (per dispatcher: synctest bubbles)
-}
-
-func (l *line) getChan() chan struct{} {
-	if ch, ok := l.chans.Get().(chan struct{}); ok {
-		return ch
-	}
-	return make(chan struct{}, 1)
 }
 
 // offerLocked sends tokens to the first waiters, one per free slot of the
@@ -47,12 +41,9 @@ func (e *channels[R]) offerLocked() {
 // offer is the balancer's call after a receive: nothing but an atomic load
 // unless someone waits.
 func (e *channels[R]) offer() {
-	if e.line.waiting.Load() == 0 {
-		return
+	if e.line.waiting.Load() > 0 {
+		e.offerIdle()
 	}
-	e.line.mu.Lock()
-	e.offerLocked()
-	e.line.mu.Unlock()
 }
 
 // offerIdle is offer under the lock, whatever the count says: the
@@ -71,7 +62,7 @@ func (e *channels[R]) offerIdle() {
 // token was taken that way keeps its place at the front.
 func (e *channels[R]) wait(ctx context.Context, r *request[R]) error {
 	l := &e.line
-	ch := l.getChan()
+	ch := l.waitq.newChan()
 	front := false
 	e.blocked.Add(1)
 	defer e.blocked.Add(-1)
@@ -79,7 +70,7 @@ func (e *channels[R]) wait(ctx context.Context, r *request[R]) error {
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			l.chans.Put(ch)
+			l.waitq.recycle(ch)
 			return ErrClosed
 		}
 		// Counted before it tries, under the lock: the balancer either
@@ -91,7 +82,7 @@ func (e *channels[R]) wait(ctx context.Context, r *request[R]) error {
 		case e.reqs <- r:
 			l.waiting.Add(-1)
 			l.mu.Unlock()
-			l.chans.Put(ch)
+			l.waitq.recycle(ch)
 			return nil
 		default:
 		}
@@ -110,13 +101,13 @@ func (e *channels[R]) wait(ctx context.Context, r *request[R]) error {
 		l.offered.Add(-1)
 		select {
 		case <-e.closing: // woken by closeLine
-			l.chans.Put(ch)
+			l.waitq.recycle(ch)
 			return ErrClosed
 		default:
 		}
 		select {
 		case e.reqs <- r:
-			l.chans.Put(ch)
+			l.waitq.recycle(ch)
 			return nil
 		default: // closed, or a newcomer took the slot: back to the front
 		}
@@ -137,7 +128,7 @@ func (e *channels[R]) leaveLine(ch chan struct{}) {
 		e.offerLocked()
 	}
 	l.mu.Unlock()
-	l.chans.Put(ch)
+	l.waitq.recycle(ch)
 }
 
 // closeLine wakes every waiter for Close; they return ErrClosed.
@@ -145,70 +136,8 @@ func (e *channels[R]) closeLine() {
 	l := &e.line
 	l.mu.Lock()
 	l.closed = true
-	n := l.waitq.n
-	for l.waitq.n > 0 {
-		l.waitq.popFront() <- struct{}{}
-	}
+	n := l.waitq.wakeAll()
 	l.offered.Add(int32(n))
 	l.waiting.Add(-int32(n))
 	l.mu.Unlock()
-}
-
-// waiters is the line's queue: a ring, so a waiter sent back to the front
-// (its token taken by a newcomer, common under load) costs O(1), not a
-// copy of thousands of waiters.
-type waiters struct {
-	buf  []chan struct{} // len is a power of two
-	head int
-	n    int
-}
-
-func (q *waiters) grow() {
-	if q.n < len(q.buf) {
-		return
-	}
-	buf := make([]chan struct{}, max(16, 2*len(q.buf)))
-	for i := range q.n {
-		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
-	}
-	q.buf, q.head = buf, 0
-}
-
-func (q *waiters) pushBack(ch chan struct{}) {
-	q.grow()
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = ch
-	q.n++
-}
-
-func (q *waiters) pushFront(ch chan struct{}) {
-	q.grow()
-	q.head = (q.head - 1) & (len(q.buf) - 1)
-	q.buf[q.head] = ch
-	q.n++
-}
-
-func (q *waiters) popFront() chan struct{} {
-	ch := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head = (q.head + 1) & (len(q.buf) - 1)
-	q.n--
-	return ch
-}
-
-// remove takes ch out of the line, keeping the others' order; O(n), for a
-// waiter whose context ended.
-func (q *waiters) remove(ch chan struct{}) bool {
-	mask := len(q.buf) - 1
-	for i := range q.n {
-		if q.buf[(q.head+i)&mask] != ch {
-			continue
-		}
-		for j := i; j < q.n-1; j++ {
-			q.buf[(q.head+j)&mask] = q.buf[(q.head+j+1)&mask]
-		}
-		q.buf[(q.head+q.n-1)&mask] = nil
-		q.n--
-		return true
-	}
-	return false
 }

@@ -179,7 +179,7 @@ func (e *rings[R]) loop() {
 		// parks once per half buffer instead of once per request. park
 		// wakes them whenever there is room at all, so none waits for a
 		// balancer that has nothing left to free.
-		if len(in.waitq) > 0 && in.admits() && in.n <= in.cap/2 {
+		if in.waitq.n > 0 && in.admits() && in.n <= in.cap/2 {
 			in.offer()
 		}
 		// The intake is fenced once the lifecycle leaves open (under mu).
@@ -211,12 +211,12 @@ func (e *rings[R]) park() {
 	b := &d.b
 	in := &e.in
 	in.mu.Lock()
-	if len(in.waitq) > 0 && in.admits() {
+	if in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
 	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
 		(b.sched != nil && b.sched.len() > 0) ||
-		len(in.waitq) > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)
+		in.waitq.n > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)
 	state := parkedIdle
 	if needComp {
 		state = parkedNeedComp

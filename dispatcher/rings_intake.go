@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"slices"
 	"sync"
 )
 
@@ -19,24 +18,12 @@ type intake[R any] struct {
 	free  int           // with cap 0: requests the balancer could send right now
 	spare []*request[R] // finished Go requests for reuse, refilled by the balancer
 
-	// Submitters that found no room wait in line, each on its own
-	// capacity-1 channel (so a blocked submit can also watch its context,
-	// which sync.Cond cannot). Room is offered to the first in line, one
-	// token per request that can be admitted: a crowd of blocked submitters
-	// is not woken for a single slot, and they get in by arrival order.
-	waitq   []chan struct{}
+	// Submitters that found no room wait in line. Room is offered to the
+	// first in line, one token per request that can be admitted: a crowd
+	// of blocked submitters is not woken for a single slot, and they get
+	// in by arrival order.
+	waitq   waiters
 	offered int // tokens sent whose receivers have not yet taken the lock
-	// chans recycles waiters' channels, so blocking on a full intake
-	// allocates nothing in the steady state. Per dispatcher, not global: a
-	// channel belongs to the synctest bubble that made it.
-	chans sync.Pool
-}
-
-func (in *intake[R]) getChan() chan struct{} {
-	if ch, ok := in.chans.Get().(chan struct{}); ok {
-		return ch
-	}
-	return make(chan struct{}, 1)
 }
 
 // admits reports whether one more request may be accepted: the buffer has
@@ -53,9 +40,8 @@ func (in *intake[R]) admits() bool {
 // Called with mu held.
 func (in *intake[R]) offer() {
 	k := max(in.cap, in.free) - in.n - in.offered
-	for ; k > 0 && len(in.waitq) > 0; k-- {
-		in.waitq[0] <- struct{}{} // capacity 1, one token per queued wait: never blocks
-		in.waitq = in.waitq[1:]
+	for ; k > 0 && in.waitq.n > 0; k-- {
+		in.waitq.popFront() <- struct{}{} // capacity 1, one token per queued wait: never blocks
 		in.offered++
 	}
 }
@@ -64,9 +50,7 @@ func (in *intake[R]) offer() {
 // offered to it meanwhile, and recycles its channel. Takes mu.
 func (in *intake[R]) leaveLine(ch chan struct{}) {
 	in.mu.Lock()
-	if i := slices.Index(in.waitq, ch); i >= 0 {
-		in.waitq = slices.Delete(in.waitq, i, i+1)
-	} else {
+	if !in.waitq.remove(ch) {
 		// Offered room under mu before we took it: the token is in ch.
 		// Take it and pass the offer on.
 		<-ch
@@ -74,17 +58,13 @@ func (in *intake[R]) leaveLine(ch chan struct{}) {
 		in.offer()
 	}
 	in.mu.Unlock()
-	in.chans.Put(ch)
+	in.waitq.recycle(ch)
 }
 
 // wakeAll wakes every waiting submitter (Close: they return ErrClosed).
 // Called with mu held.
 func (in *intake[R]) wakeAll() {
-	for _, ch := range in.waitq {
-		ch <- struct{}{}
-	}
-	in.offered += len(in.waitq)
-	in.waitq = nil
+	in.offered += in.waitq.wakeAll()
 }
 
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
@@ -138,17 +118,17 @@ func (e *rings[R]) admit(ctx context.Context, block bool) error {
 			in.mu.Unlock()
 			return ErrBusy
 		}
-		ch := in.getChan()
+		ch := in.waitq.newChan()
 		if offered {
 			// Room was offered to us and someone else took it first: keep
 			// our place at the front, and make sure the balancer looks at
 			// the line again (whoever took the room woke it, maybe before
 			// we were back in line).
-			in.waitq = slices.Insert(in.waitq, 0, ch)
+			in.waitq.pushFront(ch)
 			in.mu.Unlock()
 			e.kick()
 		} else {
-			in.waitq = append(in.waitq, ch)
+			in.waitq.pushBack(ch)
 			in.mu.Unlock()
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
@@ -159,7 +139,7 @@ func (e *rings[R]) admit(ctx context.Context, block bool) error {
 			in.mu.Lock()
 			in.offered--
 			offered = true
-			in.chans.Put(ch)
+			in.waitq.recycle(ch)
 		case <-ctx.Done():
 			in.leaveLine(ch)
 			return ctx.Err()
@@ -188,7 +168,7 @@ func (e *rings[R]) fence() {
 func (e *rings[R]) intakeStats() (queued, blocked int) {
 	in := &e.in
 	in.mu.Lock()
-	queued, blocked = len(in.q)+len(e.backlog)-e.next, len(in.waitq)
+	queued, blocked = len(in.q)+len(e.backlog)-e.next, in.waitq.n
 	in.mu.Unlock()
 	if s := e.d.b.sched; s != nil {
 		queued += s.len()

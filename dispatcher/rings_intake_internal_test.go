@@ -41,7 +41,7 @@ func fullIntake(t *testing.T, ctx1, ctx2 context.Context) (e *rings[int], r1, r2
 	synctest.Wait()
 	w2 = lineSubmit(e, ctx2, r2)
 	synctest.Wait()
-	require.Len(t, e.in.waitq, 2)
+	require.Equal(t, 2, e.in.waitq.n)
 	require.False(t, w1.done || w2.done)
 	return
 }
@@ -59,7 +59,7 @@ func TestLineCancelledWhileOfferedPassesOn(t *testing.T) {
 		e.in.n = 0   // the balancer sent the request that filled the intake
 		e.in.offer() // the room goes to w1, first in line
 		require.Equal(t, 1, e.in.offered)
-		require.Len(t, e.in.waitq, 1)
+		require.Equal(t, 1, e.in.waitq.n)
 		e.in.mu.Unlock()
 		synctest.Wait()
 
@@ -70,7 +70,7 @@ func TestLineCancelledWhileOfferedPassesOn(t *testing.T) {
 		require.Equal(t, []*request[int]{r2}, e.in.q)
 		require.Equal(t, 1, e.in.n)
 		require.Zero(t, e.in.offered)
-		require.Empty(t, e.in.waitq)
+		require.Zero(t, e.in.waitq.n)
 	})
 }
 
@@ -87,7 +87,7 @@ func TestLineOfferedKeepsItsPlace(t *testing.T) {
 		e.in.mu.Unlock()
 		synctest.Wait()
 		require.False(t, w1.done || w2.done)
-		require.Len(t, e.in.waitq, 2)
+		require.Equal(t, 2, e.in.waitq.n)
 		require.Zero(t, e.in.offered)
 
 		e.in.mu.Lock()
@@ -134,6 +134,6 @@ func TestLineCloseRacesOffer(t *testing.T) {
 		require.Empty(t, e.in.q)
 		require.Zero(t, e.in.n)
 		require.Zero(t, e.in.offered)
-		require.Empty(t, e.in.waitq)
+		require.Zero(t, e.in.waitq.n)
 	})
 }

@@ -282,14 +282,20 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// liveWorkers is how many workers are live, from a Stats snapshot.
+// liveWorkers is how many live workers have a positive weight, read on
+// the balancer goroutine: a Stats snapshot for it allocated every
+// worker's and tenant's figures and walked the latency histogram once
+// per range. 0 once the dispatcher has stopped.
 func (d *Dispatcher[R]) liveWorkers() int {
 	n := 0
-	for _, w := range d.Stats().Workers {
-		if !w.Removed && w.Weight > 0 {
-			n++
+	_ = d.call(func() error {
+		for i := range d.b.w {
+			if s := &d.b.w[i]; !s.removed && s.weight > 0 {
+				n++
+			}
 		}
-	}
+		return nil
+	})
 	return n
 }
 

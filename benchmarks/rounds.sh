@@ -50,7 +50,10 @@ trap cleanup EXIT
 
 # One binary for every round: no build noise between rounds.
 go test -c -o "$tmp/bench.test" .
+go build -o "$tmp/pingpong" ./internal/pingpong
 for r in $(seq "$rounds"); do
+	# The machine's phase (internal/pingpong): compare ratios within one.
+	echo "round $r/$rounds: cache line round trip $("$tmp/pingpong") ns (slow phase above 300)" >&2
 	if [ "$hog" = 1 ]; then
 		( while :; do :; done ) &
 		hogpid=$!

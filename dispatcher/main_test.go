@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -35,9 +35,8 @@ func within(t testing.TB, d time.Duration, what string, f func()) {
 	case <-timer.C:
 		// Print at once, with every goroutine's stack: a hang's evidence,
 		// which the test's buffered output might not get to show.
-		buf := make([]byte, 1<<22)
-		buf = buf[:runtime.Stack(buf, true)]
-		fmt.Fprintf(os.Stderr, "%s: %s: not done within %v\n%s\n", t.Name(), what, d, buf)
+		fmt.Fprintf(os.Stderr, "%s: %s: not done within %v\n", t.Name(), what, d)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		t.Fatalf("%s: not done within %v (a hang or deadlock)", what, d)
 	}
 }

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"context"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,11 +9,18 @@ import (
 	"github.com/gobalancer/balancer/worker"
 )
 
-// channels is the channel engine: Pike's topology. Submitters send on one
-// shared request channel; the balancer receives requests and completions
-// in one select, sends each request on the picked worker's buffered
-// channel, and every worker sends its index on the shared completion
-// channel once per finished request.
+// channels is the channel engine: Pike's topology. Submitters send
+// requests on a request channel; the balancer receives requests and
+// completions in one select, sends each request on the picked worker's
+// channel, and every worker sends on the shared completion channel when it
+// finishes requests.
+//
+// With a buffered intake (WithIntakeBuffer(n), n > 0, the default) the
+// request channel carries runs: submitters append to a locked slice (in)
+// and the first one after the balancer took the last run sends the slice
+// as one message, so requests that arrive while a run is on its way join
+// the next one (channels_intake.go). With WithIntakeBuffer(0) it is
+// Pike's unbuffered channel of single requests, a rendezvous.
 //
 // Deadlock-free at any buffers by one rule: the balancer sends only to a
 // worker with room (fewer than depth pending), so the send never waits
@@ -25,42 +31,61 @@ type channels[R any] struct {
 	d *Dispatcher[R]
 	workerSet[*worker.Chan[*request[R]]]
 
-	reqs  chan *request[R] // the shared request channel (WithIntakeBuffer)
-	done  chan worker.Done // the completion channel (WithCompletionBuffer)
-	kicks chan struct{}    // capacity 1: a lifecycle change or control call to look at
+	reqs  chan *request[R]   // WithIntakeBuffer(0): Pike's unbuffered request channel; nil otherwise
+	runs  chan []*request[R] // a buffer: runs of requests staged in in, one on its way at most; nil otherwise
+	done  chan worker.Done   // the completion channel (WithCompletionBuffer)
+	kicks chan struct{}      // capacity 1: a lifecycle change or control call to look at
 
-	// closeMu makes Close's "no request accepted after this" exact: a
-	// submitter holds it for reading from its closed check to the end of
-	// its send; Close takes it for writing once, after closing closing.
-	// Alone on its cache lines: every submit writes its reader count, and
-	// beside the channels the balancer reads on every turn that write cost
-	// a fifth of a batch's CPU time.
+	// closeMu makes Close's "no request accepted after this" exact on the
+	// unbuffered channel: a submitter holds it for reading from its closed
+	// check to the end of its send; Close takes it for writing once, after
+	// closing closing. Alone on its cache lines: every such submit writes
+	// its reader count.
 	_       [64]byte
 	closeMu sync.RWMutex
 	_       [64]byte
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
+	// The buffered intake, written by submitters per request: the staged
+	// run, its count against the buffer and the line of submitters waiting
+	// for room. sending and reuse are guarded by in.mu too.
+	in      intake[R]
+	sending bool          // a run is on runs (or about to be), not yet received
+	reuse   []*request[R] // an empty slice for the next staged run, from the balancer
+	_       [64]byte
+
+	// The balancer's own: the last run received, of which next is the
+	// first request not yet taken, and how many requests it took in all
+	// (taken) and when the intake's count last heard of them (left).
+	backlog     []*request[R]
+	next        int
+	taken, left int64
+
 	// schedCap bounds what the balancer takes into a schedule: the intake
-	// buffer (so at most twice it wait, the channel's and the
-	// schedule's); with a zero buffer, only what a worker can take now.
+	// buffer (so at most twice it wait, the intake's and the schedule's);
+	// with a zero buffer, only what a worker can take now.
 	schedCap int
 
-	line    line         // submitters waiting for room in a buffered request channel
 	gate    tryGate      // TrySubmit at a zero intake buffer
 	dirty   []int        // workers with requests put and not yet published
 	marked  []bool       // by worker index: in dirty
 	goReqs  sync.Pool    // finished Go requests, reused by the next Go
-	blocked atomic.Int64 // submitters waiting for room (Stats.Blocked)
+	blocked atomic.Int64 // submitters blocked in the unbuffered send (Stats.Blocked)
 }
 
 func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
 	e := &channels[R]{
 		d:        d,
-		reqs:     make(chan *request[R], intake),
 		done:     make(chan worker.Done, completion),
 		kicks:    make(chan struct{}, 1),
 		closing:  make(chan struct{}),
 		schedCap: intake,
+	}
+	if intake == 0 {
+		e.reqs = make(chan *request[R])
+	} else {
+		e.runs = make(chan []*request[R], 1)
+		e.in.cap = intake
 	}
 	e.goReqs.New = func() any { return &request[R]{async: true} }
 	e.gate.init(true) // every worker is empty, and some weight is positive
@@ -124,117 +149,6 @@ func (e *channels[R]) recycle(r *request[R]) {
 	e.goReqs.Put(r)
 }
 
-// takeIntake drains the request channel. The intake is fenced (abandon
-// follows Close), so nothing arrives after it is empty.
-func (e *channels[R]) takeIntake() []*request[R] {
-	var q []*request[R]
-	for {
-		select {
-		case r := <-e.reqs:
-			q = append(q, r)
-		default:
-			return q
-		}
-	}
-}
-
-// enqueue sends r on the request channel, waiting for room if block.
-// Once it returns nil, r will be answered exactly once.
-func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
-	e.closeMu.RLock()
-	defer e.closeMu.RUnlock()
-	if e.d.life.Load() != lifeOpen {
-		return ErrClosed
-	}
-	// Try without waiting first: a non-blocking send costs no select over
-	// three channels, and it is the common case when the intake has room.
-	select {
-	case e.reqs <- r:
-		return nil
-	default:
-		if !block {
-			if cap(e.reqs) == 0 {
-				return e.try(r)
-			}
-			return ErrBusy
-		}
-	}
-	// Full: yield a few times before blocking. A sender blocked on the
-	// channel makes the balancer's every receive also ready the sender (a
-	// wake-up per request on the balancer, the engine's bottleneck, when
-	// one submitter outruns it); a sender that yields lets the balancer
-	// take a run of requests at the cost of a receive each.
-	for k := 0; k < spinTurns && e.blocked.Load() == 0; k++ {
-		runtime.Gosched()
-		select {
-		case e.reqs <- r:
-			return nil
-		default:
-		}
-	}
-	if cap(e.reqs) > 0 {
-		return e.wait(ctx, r)
-	}
-	// Pike's unbuffered channel: the send is the rendezvous. Safe to
-	// block: the balancer receives whenever it can place a request, ctx's
-	// end returns the request to the caller unsent, and Close closes
-	// closing before it waits for the fence. It waits however long room
-	// takes, whoever calls it (see Dispatcher on nested submits).
-	e.blocked.Add(1)
-	defer e.blocked.Add(-1)
-	select {
-	case e.reqs <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.closing:
-		return ErrClosed
-	}
-}
-
-// enqueueGo takes a recycled request from the pool and gives it back
-// unless it is accepted.
-func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
-	r := e.goReqs.Get().(*request[R])
-	r.ctx, r.fn, r.meta = ctx, fn, m
-	err := e.enqueue(ctx, r, true)
-	if err != nil {
-		e.recycle(r)
-	}
-	return err
-}
-
-func (e *channels[R]) recycleAsync(r *request[R]) { e.goReqs.Put(r) }
-
-// intakeStats: the schedule is the balancer's own, read on the balancer
-// goroutine (snapshot).
-func (e *channels[R]) intakeStats() (queued, blocked int) {
-	queued = len(e.reqs)
-	if s := e.d.b.sched; s != nil {
-		queued += s.len()
-	}
-	return queued, int(e.blocked.Load())
-}
-
-// fence stops intake for Close: blocked submitters leave with ErrClosed,
-// those between their check and their send finish, and every later submit
-// sees the lifecycle past open.
-func (e *channels[R]) fence() {
-	close(e.closing)
-	e.closeLine()
-	e.closeMu.Lock()
-	e.d.advance(lifeDraining)
-	e.closeMu.Unlock()
-}
-
-// kick tells the balancer to look at the lifecycle or ctl. Never blocks.
-func (e *channels[R]) kick() {
-	select {
-	case e.kicks <- struct{}{}:
-	default: // a kick is pending already
-	}
-}
-
 // loop is the channel engine's balancer goroutine: Pike's
 // select over the request and completion channels, with control calls and
 // lifecycle kicks beside them. Before it waits in that select it takes what
@@ -255,37 +169,33 @@ func (e *channels[R]) loop() {
 			b.publishAdmission(&d.adm)
 		}
 		// Past open the intake is fenced: what is buffered is all there is.
-		if b.seen >= lifeDraining && len(e.reqs) == 0 && b.drained() {
+		if b.seen >= lifeDraining && b.drained() && e.intakeEmpty() {
 			break
 		}
-		if cap(e.reqs) == 0 {
+		if e.runs == nil {
 			e.gate.set(e.accepting() && b.seen == lifeOpen)
 		}
 		if e.poll() {
 			idle = 0
 			continue
 		}
-		// A yield queues the balancer behind every runnable goroutine;
-		// with submitters in line that is thousands of them, where a park
-		// is ended by the next send's wake-up at once.
-		if idle < spinTurns && e.line.waiting.Load() == 0 {
+		if idle < spinTurns {
 			idle++
 			runtime.Gosched()
 			continue
 		}
 		idle = 0
-		reqs := e.reqs
-		if !e.accepting() {
-			reqs = nil // the picked worker is full: serve completions only
+		reqs, runs := e.reqs, e.runs
+		if !e.accepting() || e.next < len(e.backlog) {
+			reqs, runs = nil, nil // the picked worker is full: serve completions only
 		}
-		e.publish() // what a control call or the last receive dispatched
-		if cap(e.reqs) > 0 {
-			e.offerIdle()
-		}
+		e.publish()    // what a control call or the last receive dispatched
+		e.settle(true) // room for the line before the balancer waits
 		select {
+		case q := <-runs:
+			e.receive(q) // taken at the next turn
 		case r := <-reqs:
 			e.took(r)
-			e.offer()
 		case c := <-e.done:
 			e.completed(c)
 		case f := <-d.ctl:
@@ -316,17 +226,30 @@ func (e *channels[R]) poll() bool {
 		}
 		break
 	}
-	for k := 0; k < pollBatch && e.accepting(); k++ {
-		select {
-		case r := <-e.reqs:
-			e.took(r)
-			took = true
-			continue
-		default:
+	if e.runs != nil {
+		took = e.takeBacklog() || took
+		if e.next == len(e.backlog) && e.accepting() {
+			select {
+			case q := <-e.runs:
+				e.receive(q)
+				e.takeBacklog()
+				took = true
+			default:
+			}
 		}
-		break
+		e.settle(false)
+	} else {
+		for k := 0; k < pollBatch && e.accepting(); k++ {
+			select {
+			case r := <-e.reqs:
+				e.took(r)
+				took = true
+				continue
+			default:
+			}
+			break
+		}
 	}
-	e.offer()
 	if b.sched != nil {
 		for r := b.next(); r != nil; r = b.next() {
 			d.dispatch(r)

@@ -9,10 +9,13 @@
 // stops taking requests and serves completions until there is room.
 //
 // Two engines carry requests (WithEngine). Channels is the textbook
-// topology: a shared request channel, a buffered channel per worker and a
-// completion channel with one message per finished request (a Go request,
-// which nobody waits for, may share its message with others: see
-// WithCompletionBuffer). Rings has no
+// topology: a shared request channel, a channel per worker and a
+// completion channel. Its messages carry runs where there are several: the
+// requests submitted while the last run was on its way to the balancer,
+// the requests the balancer gave one worker in one turn, and the
+// completions of Go requests, which nobody waits for (see
+// WithCompletionBuffer); with WithIntakeBuffer(0) the request channel is
+// Pike's unbuffered one, a rendezvous per request. Rings has no
 // channel operation per request besides the answer: the intake is a locked
 // slice the balancer swaps out whole, each worker's queue is a
 // single-producer ring, and completions are per-worker atomic counters;

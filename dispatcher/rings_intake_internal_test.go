@@ -19,9 +19,11 @@ type lineResult struct {
 	done bool
 }
 
-// lineSubmit starts a blocking enqueue of r and returns where its result
-// lands once it returns.
-func lineSubmit(e *rings[int], ctx context.Context, r *request[int]) *lineResult {
+// lineSubmit starts a blocking enqueue of r on either engine and returns
+// where its result lands once it returns.
+func lineSubmit(e interface {
+	enqueue(context.Context, *request[int], bool) error
+}, ctx context.Context, r *request[int]) *lineResult {
 	res := &lineResult{}
 	go func() {
 		res.err = e.enqueue(ctx, r, true)

@@ -4,11 +4,11 @@ import "sync"
 
 // waiters is a line of submitters waiting for room, each parked on its
 // own capacity-1 channel (so a blocked submit can also watch its context,
-// which sync.Cond cannot): the rings engine's intake and the channel
-// engine's request channel each keep one, under their own lock. A ring,
-// so a waiter sent back to the front (the room offered to it taken by a
-// newcomer, common under load) costs O(1), not a copy of thousands of
-// waiters. Not safe for concurrent use: its owner's lock guards it.
+// which sync.Cond cannot): the intake (intake.go) keeps one, under its
+// lock. A ring, so a waiter sent back to the front (the room offered to
+// it taken by a newcomer, common under load) costs O(1), not a copy of
+// thousands of waiters. Not safe for concurrent use: its owner's lock
+// guards it.
 type waiters struct {
 	buf  []chan struct{} // len is a power of two
 	head int

@@ -1,6 +1,57 @@
 package dispatcher
 
-import "sync/atomic"
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
+
+// rendezvous sends r on Pike's unbuffered request channel
+// (WithIntakeBuffer(0)): accepted once the balancer receives it.
+func (e *channels[R]) rendezvous(ctx context.Context, r *request[R], block bool) error {
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.d.life.Load() != lifeOpen {
+		return ErrClosed
+	}
+	// Try without waiting first: a non-blocking send costs no select over
+	// three channels.
+	select {
+	case e.reqs <- r:
+		return nil
+	default:
+		if !block {
+			return e.try(r)
+		}
+	}
+	// Yield a few times before blocking. A sender blocked on the channel
+	// makes the balancer's every receive also ready the sender (a wake-up
+	// per request on the balancer, when one submitter outruns it); a
+	// sender that yields lets the balancer get on with its turn.
+	for k := 0; k < spinTurns && e.blocked.Load() == 0; k++ {
+		runtime.Gosched()
+		select {
+		case e.reqs <- r:
+			return nil
+		default:
+		}
+	}
+	// The send is the rendezvous. Safe to block: the balancer receives
+	// whenever it can place a request, ctx's end returns the request to
+	// the caller unsent, and Close closes closing before it waits for the
+	// fence. It waits however long room takes, whoever calls it (see
+	// Dispatcher on nested submits).
+	e.blocked.Add(1)
+	defer e.blocked.Add(-1)
+	select {
+	case e.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.closing:
+		return ErrClosed
+	}
+}
 
 // tryGate makes TrySubmit exact on the channel engine's unbuffered request
 // channel (WithIntakeBuffer(0)): "accepted when nothing waits and a worker

@@ -1,0 +1,219 @@
+package dispatcher
+
+import "context"
+
+// The channel engine's intake. With a buffer, the request channel carries
+// runs: a submitter appends its request to the staged slice under the
+// intake's lock and, if no run is on its way, sends the slice as one
+// message; requests that arrive while a run is on its way join the next
+// one, which the balancer sweeps up under the same lock when it receives
+// the run. One channel message per request cost a lock on the channel's
+// both ends per request, held against each other: half of a batch's CPU
+// time went to that contention. An idle balancer still hears of a lone
+// request at once (its run is a message of one); a busy one takes what
+// piled up in one receive and one lock.
+//
+// The buffer bounds what is accepted and not yet taken by the balancer
+// (staged, on its way, or in the balancer's backlog of the last run);
+// submitters that find it full wait in the intake's line, as on rings.
+// Without a buffer the channel is Pike's unbuffered one, a rendezvous per
+// request.
+
+// enqueue hands r to the balancer, waiting for room if block. Once it
+// returns nil, r will be answered exactly once.
+func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+	if e.runs == nil {
+		return e.rendezvous(ctx, r, block)
+	}
+	if err := e.in.admit(ctx, block, &e.d.life, e); err != nil {
+		return err
+	}
+	e.push(r)
+	return nil
+}
+
+// enqueueGo takes a recycled request from the pool and gives it back
+// unless it is accepted.
+func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
+	if e.runs != nil {
+		if err := e.in.admit(ctx, true, &e.d.life, e); err != nil {
+			return err
+		}
+		r := e.goReqs.Get().(*request[R])
+		r.ctx, r.fn, r.meta = ctx, fn, m
+		e.push(r)
+		return nil
+	}
+	r := e.goReqs.Get().(*request[R])
+	r.ctx, r.fn, r.meta = ctx, fn, m
+	err := e.rendezvous(ctx, r, true)
+	if err != nil {
+		e.recycle(r)
+	}
+	return err
+}
+
+// push stages r in the intake, which admit left locked, unlocks it, and
+// sends the staged run unless one is on its way already.
+func (e *channels[R]) push(r *request[R]) {
+	in := &e.in
+	in.q = append(in.q, r)
+	in.n++
+	if e.sending {
+		in.mu.Unlock()
+		return
+	}
+	e.sending = true
+	q := in.q
+	in.q, e.reuse = e.reuse, nil
+	in.mu.Unlock()
+	e.runs <- q // capacity 1, and only the sender that set sending sends: never blocks
+}
+
+// receive takes run q off the request channel: what was staged meanwhile
+// joins it, and it becomes the backlog. Balancer only, with the last
+// backlog used up.
+func (e *channels[R]) receive(q []*request[R]) {
+	in := &e.in
+	in.mu.Lock()
+	q = append(q, in.q...)
+	clear(in.q)
+	in.q = in.q[:0]
+	e.sending = false
+	if e.reuse == nil && e.backlog != nil {
+		clear(e.backlog)
+		e.reuse = e.backlog[:0]
+	}
+	in.mu.Unlock()
+	e.backlog, e.next = q, 0
+}
+
+// takeBacklog takes requests from the backlog while the balancer accepts
+// them, and reports whether it took any. Balancer only.
+func (e *channels[R]) takeBacklog() bool {
+	k := e.next
+	for e.next < len(e.backlog) && e.accepting() {
+		r := e.backlog[e.next]
+		e.backlog[e.next] = nil
+		e.next++
+		e.took(r)
+	}
+	e.taken += int64(e.next - k)
+	return e.next > k
+}
+
+// settle tells the intake what the balancer took since it last did, and
+// offers the room to submitters in line: at once if the balancer is about
+// to park (idle), otherwise once half the buffer is free, so a submitter
+// that outruns the workers wakes once per half buffer, not per request.
+// Balancer only.
+func (e *channels[R]) settle(idle bool) {
+	if e.runs == nil || (e.taken == e.left && !idle) {
+		return
+	}
+	in := &e.in
+	in.mu.Lock()
+	e.settleLocked()
+	if idle && in.waitq.n > 0 && in.admits() {
+		in.offer()
+	}
+	in.mu.Unlock()
+}
+
+func (e *channels[R]) settleLocked() {
+	in := &e.in
+	in.n -= int(e.taken - e.left)
+	e.left = e.taken
+	if in.waitq.n > 0 && in.admits() && in.n <= in.cap/2 {
+		in.offer()
+	}
+}
+
+// intakeEmpty reports whether nothing accepted waits in the intake. The
+// lifecycle is past open (no submit is accepted any more). Balancer only.
+func (e *channels[R]) intakeEmpty() bool {
+	if e.runs == nil {
+		return len(e.reqs) == 0
+	}
+	if e.next < len(e.backlog) {
+		return false
+	}
+	e.in.mu.Lock()
+	defer e.in.mu.Unlock()
+	return len(e.in.q) == 0 && !e.sending
+}
+
+// takeIntake returns every request accepted and not yet taken, for the
+// abandon. The intake is fenced (abandon follows Close): nothing arrives
+// after it.
+func (e *channels[R]) takeIntake() []*request[R] {
+	var q []*request[R]
+	if e.runs == nil {
+		for {
+			select {
+			case r := <-e.reqs:
+				q = append(q, r)
+			default:
+				return q
+			}
+		}
+	}
+	q = append(q, e.backlog[e.next:]...)
+	e.backlog, e.next = nil, 0
+	in := &e.in
+	in.mu.Lock()
+	q = append(q, in.q...)
+	in.q = nil
+	sending := e.sending
+	e.sending = false
+	in.n = 0
+	e.taken, e.left = 0, 0
+	in.mu.Unlock()
+	if sending {
+		q = append(q, <-e.runs...) // on its way: its sender sends without waiting
+	}
+	return q
+}
+
+func (e *channels[R]) recycleAsync(r *request[R]) { e.goReqs.Put(r) }
+
+// intakeStats: read on the balancer goroutine (snapshot), like the
+// schedule and the backlog it counts.
+func (e *channels[R]) intakeStats() (queued, blocked int) {
+	if e.runs == nil {
+		queued, blocked = len(e.reqs), int(e.blocked.Load())
+	} else {
+		in := &e.in
+		in.mu.Lock()
+		queued, blocked = in.n-int(e.taken-e.left), in.waitq.n
+		in.mu.Unlock()
+	}
+	if s := e.d.b.sched; s != nil {
+		queued += s.len()
+	}
+	return queued, blocked
+}
+
+// fence stops intake for Close: blocked submitters leave with ErrClosed,
+// those between their check and their send finish, and every later submit
+// sees the lifecycle past open. The intake's lock fences the buffered
+// intake (as on rings), closeMu the unbuffered send.
+func (e *channels[R]) fence() {
+	close(e.closing)
+	in := &e.in
+	in.mu.Lock()
+	e.closeMu.Lock()
+	e.d.advance(lifeDraining)
+	in.wakeAll()
+	e.closeMu.Unlock()
+	in.mu.Unlock()
+}
+
+// kick tells the balancer to look at the lifecycle, ctl or the line. Never
+// blocks.
+func (e *channels[R]) kick() {
+	select {
+	case e.kicks <- struct{}{}:
+	default: // a kick is pending already
+	}
+}

@@ -1,0 +1,193 @@
+package dispatcher
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The channel engine's buffered intake, driven by hand: no balancer runs;
+// the test plays it by receiving runs, marking what it took and settling.
+// synctest.Wait makes each step deterministic.
+
+func runsChannels(capacity int) *channels[int] {
+	e := &channels[int]{
+		d:       &Dispatcher[int]{},
+		runs:    make(chan []*request[int], 1),
+		kicks:   make(chan struct{}, 1),
+		closing: make(chan struct{}),
+	}
+	e.in.cap = capacity
+	return e
+}
+
+// takeAll plays a balancer that takes its whole backlog.
+func (e *channels[R]) takeAll() []*request[R] {
+	q := e.backlog[e.next:]
+	e.taken += int64(len(q))
+	e.next = len(e.backlog)
+	return q
+}
+
+// The first request is a run of its own; those that arrive while it is on
+// its way join the next run, in order, and the balancer's receive sweeps
+// them up: three requests, one channel message.
+func TestChannelRunsCoalesce(t *testing.T) {
+	e := runsChannels(8)
+	rs := []*request[int]{{}, {}, {}}
+	for _, r := range rs {
+		require.NoError(t, e.enqueue(t.Context(), r, false))
+	}
+	require.Len(t, e.runs, 1, "one run on its way")
+	q := <-e.runs
+	require.Equal(t, rs[:1], q)
+	e.receive(q)
+	assert.Equal(t, rs, e.takeAll(), "the staged requests follow the run, in order")
+	assert.False(t, e.sending)
+	queued, _ := e.intakeStats()
+	assert.Zero(t, queued)
+
+	// The next request starts a new run at once.
+	r := &request[int]{}
+	require.NoError(t, e.enqueue(t.Context(), r, false))
+	require.Equal(t, []*request[int]{r}, <-e.runs)
+}
+
+// The buffer counts what is staged, on its way and in the balancer's
+// backlog: beyond it a TrySubmit is refused and a blocking submit waits in
+// line until the balancer has taken requests and settles.
+func TestChannelRunsBufferBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := runsChannels(2)
+		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy)
+		e.receive(<-e.runs) // received, not taken: still counted
+		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy)
+
+		r := &request[int]{}
+		w := lineSubmit(e, t.Context(), r)
+		synctest.Wait()
+		require.False(t, w.done)
+		_, blocked := e.intakeStats()
+		require.Equal(t, 1, blocked)
+
+		e.takeAll()
+		e.settle(true)
+		synctest.Wait()
+		require.True(t, w.done)
+		require.NoError(t, w.err)
+		require.Equal(t, []*request[int]{r}, <-e.runs)
+	})
+}
+
+// Until half the buffer is free, a busy balancer does not wake a waiter;
+// one about to park does.
+func TestChannelRunsHysteresis(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := runsChannels(4)
+		for range 4 {
+			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		}
+		e.receive(<-e.runs)
+		w := lineSubmit(e, t.Context(), &request[int]{})
+		synctest.Wait()
+		e.taken++ // one of four taken
+		e.settle(false)
+		synctest.Wait()
+		require.False(t, w.done, "one free slot of four: no wake-up yet")
+		e.settle(true)
+		synctest.Wait()
+		require.True(t, w.done)
+		require.NoError(t, w.err)
+	})
+}
+
+// Close wakes every waiter with ErrClosed; the abandon gets back every
+// request accepted: the backlog, the run on its way and the staged ones.
+func TestChannelRunsClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := runsChannels(3)
+		rs := []*request[int]{{}, {}, {}}
+		require.NoError(t, e.enqueue(t.Context(), rs[0], false))
+		e.receive(<-e.runs) // rs[0] in the backlog
+		require.NoError(t, e.enqueue(t.Context(), rs[1], false))
+		require.NoError(t, e.enqueue(t.Context(), rs[2], false)) // staged behind rs[1]'s run
+		ws := make([]*lineResult, 3)
+		for i := range ws {
+			ws[i] = lineSubmit(e, t.Context(), &request[int]{})
+		}
+		synctest.Wait()
+		e.fence()
+		synctest.Wait()
+		for i, w := range ws {
+			require.True(t, w.done, "waiter %d", i)
+			require.ErrorIs(t, w.err, ErrClosed)
+		}
+		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, true), ErrClosed)
+		require.False(t, e.intakeEmpty())
+		assert.ElementsMatch(t, rs, e.takeIntake())
+		assert.True(t, e.intakeEmpty())
+		assert.Empty(t, e.runs)
+	})
+}
+
+// Many submitters through a tiny buffer, some cancelled, a balancer that
+// receives and settles, then Close: every submit either got in (and is
+// taken exactly once) or returned an error.
+func TestChannelRunsStress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := runsChannels(3)
+		const n = 300
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		in := map[*request[int]]bool{}
+		for i := range n {
+			wg.Go(func() {
+				c := t.Context()
+				if i%3 == 0 {
+					c = ctx
+				}
+				r := &request[int]{}
+				if e.enqueue(c, r, true) == nil {
+					mu.Lock()
+					in[r] = true
+					mu.Unlock()
+				}
+			})
+		}
+		got := map[*request[int]]bool{}
+		take := func() {
+			for _, r := range e.takeAll() {
+				require.False(t, got[r], "taken twice")
+				got[r] = true
+			}
+		}
+		for k := 0; k < n/4; k++ {
+			synctest.Wait()
+			select {
+			case q := <-e.runs:
+				e.receive(q)
+			default:
+			}
+			take()
+			e.settle(k%2 == 0)
+			if k == n/8 {
+				cancel()
+			}
+		}
+		e.fence()
+		wg.Wait()
+		for _, r := range e.takeIntake() {
+			got[r] = true
+		}
+		require.Equal(t, in, got)
+		assert.Zero(t, e.in.waitq.n)
+	})
+}

@@ -1,0 +1,127 @@
+package dispatcher
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// intake is the engines' shared request queue: a slice that submitters
+// append to under mu and that the balancer takes whole (the rings engine
+// swaps it out; the channel engine receives it as one message). A submit costs one
+// uncontended lock and, only when the balancer sleeps, one wake-up; a
+// channel cost a lock on both sides per request and a rendezvous whenever
+// it was unbuffered or full.
+type intake[R any] struct {
+	mu    sync.Mutex
+	q     []*request[R] // submitted, not yet taken by the balancer
+	n     int           // accepted and not yet taken by the balancer from its backlog (rings: sent to a worker)
+	cap   int           // most requests n may count (WithIntakeBuffer)
+	free  int           // with cap 0: requests the balancer could send right now
+	spare []*request[R] // finished Go requests for reuse, refilled by the balancer
+
+	// Submitters that found no room wait in line. Room is offered to the
+	// first in line, one token per request that can be admitted: a crowd
+	// of blocked submitters is not woken for a single slot, and they get
+	// in by arrival order.
+	waitq   waiters
+	offered int // tokens sent whose receivers have not yet taken the lock
+}
+
+// admits reports whether one more request may be accepted: the buffer has
+// room or, for a zero buffer (Pike's unbuffered request channel), the
+// balancer could hand it to a worker right now: nothing is held and the
+// workers have more free slots than requests already waiting. Called with
+// mu held.
+func (in *intake[R]) admits() bool {
+	return in.n < in.cap || in.n < in.free
+}
+
+// offer wakes as many waiting submitters, first in line first, as
+// requests can be admitted now, minus the offers still on their way.
+// Called with mu held.
+func (in *intake[R]) offer() {
+	k := max(in.cap, in.free) - in.n - in.offered
+	for ; k > 0 && in.waitq.n > 0; k-- {
+		in.waitq.popFront() <- struct{}{} // capacity 1, one token per queued wait: never blocks
+		in.offered++
+	}
+}
+
+// leaveLine takes a waiter that gives up out of the line, passing on room
+// offered to it meanwhile, and recycles its channel. Takes mu.
+func (in *intake[R]) leaveLine(ch chan struct{}) {
+	in.mu.Lock()
+	if !in.waitq.remove(ch) {
+		// Offered room under mu before we took it: the token is in ch.
+		// Take it and pass the offer on.
+		<-ch
+		in.offered--
+		in.offer()
+	}
+	in.mu.Unlock()
+	in.waitq.recycle(ch)
+}
+
+// wakeAll wakes every waiting submitter (Close: they return ErrClosed).
+// Called with mu held.
+func (in *intake[R]) wakeAll() {
+	in.offered += in.waitq.wakeAll()
+}
+
+// admit waits for room for one request and returns nil with mu held, or
+// an error with it released. A blocked submit waits however long room
+// takes, whoever calls it (see Dispatcher on nested submits). life is the
+// dispatcher's lifecycle; k wakes the engine's balancer.
+func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, k interface{ kick() }) error {
+	in.mu.Lock()
+	offered := false
+	for life.Load() == lifeOpen && !in.admits() {
+		if !block {
+			in.mu.Unlock()
+			return ErrBusy
+		}
+		ch := in.waitq.newChan()
+		if offered {
+			// Room was offered to us and someone else took it first: keep
+			// our place at the front, and make sure the balancer looks at
+			// the line again (whoever took the room woke it, maybe before
+			// we were back in line).
+			in.waitq.pushFront(ch)
+			in.mu.Unlock()
+			k.kick()
+		} else {
+			in.waitq.pushBack(ch)
+			in.mu.Unlock()
+		}
+		// Safe against lost wake-ups: the balancer offers room under mu
+		// whenever it leaves room with submitters in line, and Close wakes
+		// them all after moving the lifecycle past open.
+		select {
+		case <-ch:
+			in.mu.Lock()
+			in.offered--
+			offered = true
+			in.waitq.recycle(ch)
+		case <-ctx.Done():
+			in.leaveLine(ch)
+			return ctx.Err()
+		}
+	}
+	if life.Load() != lifeOpen {
+		in.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// spareGo returns a finished Go request for reuse, or a new one. Called
+// with mu held.
+func (in *intake[R]) spareGo() *request[R] {
+	if n := len(in.spare); n > 0 {
+		r := in.spare[n-1]
+		in.spare = in.spare[:n-1]
+		return r
+	}
+	return &request[R]{async: true}
+}

@@ -69,8 +69,15 @@ type channels[R any] struct {
 	gate    tryGate      // TrySubmit at a zero intake buffer
 	dirty   []int        // workers with requests put and not yet published
 	marked  []bool       // by worker index: in dirty
-	goReqs  sync.Pool    // finished Go requests, reused by the next Go
 	blocked atomic.Int64 // submitters blocked in the unbuffered send (Stats.Blocked)
+
+	// Go requests come back as on rings: each worker hands them back on its
+	// return ring (ret, by worker index), the balancer collects a worker's
+	// when it hears of its completions (free) and passes them to the
+	// intake's spare list under the lock it takes anyway.
+	ret     []*retRing[R]
+	free    []*request[R]
+	freeCap int
 }
 
 func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
@@ -87,7 +94,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		e.runs = make(chan []*request[R], 1)
 		e.in.cap = intake
 	}
-	e.goReqs.New = func() any { return &request[R]{async: true} }
+	e.freeCap = max(1024, 2*depth*n)
 	e.gate.init(true) // every worker is empty, and some weight is positive
 	cfg := d.workerConfig(depth)
 	cfg.Quiet = quiet[R]
@@ -95,6 +102,10 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		c := cfg
 		c.Spawn = spawn
 		c.Run, c.Stop = d.runner(i) // its own sample counter and index
+		for len(e.ret) <= i {
+			e.ret = append(e.ret, nil)
+		}
+		e.ret[i] = newRetRing[R](depth) // a forgotten index, reused: a new worker's
 		return worker.NewChan(c, i, e.done)
 	})
 	return e
@@ -102,6 +113,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 
 // send puts r in worker i's next run; publish sends the run.
 func (e *channels[R]) send(i int, r *request[R]) {
+	r.ret = e.ret[i]
 	e.pool.Worker(i).Put(r)
 	for len(e.marked) <= i {
 		e.marked = append(e.marked, false)
@@ -146,7 +158,7 @@ func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 
 func (e *channels[R]) recycle(r *request[R]) {
 	r.ctx, r.fn = nil, nil
-	e.goReqs.Put(r)
+	e.free = append(e.free, r)
 }
 
 // loop is the channel engine's balancer goroutine: Pike's
@@ -272,6 +284,7 @@ func (e *channels[R]) took(r *request[R]) {
 // completed counts one completion message: c.N requests of worker c.Worker.
 func (e *channels[R]) completed(c worker.Done) {
 	b := &e.d.b
+	e.free = e.ret[c.Worker].collect(e.free)
 	b.account(c.Worker, c.N)
 	b.complete(c.Worker, c.N)
 }

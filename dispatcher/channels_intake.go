@@ -32,23 +32,30 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	return nil
 }
 
-// enqueueGo takes a recycled request from the pool and gives it back
-// unless it is accepted.
+// enqueueGo takes a spare request under the intake's lock, so nothing is
+// allocated or recycled unless the request is accepted (the unbuffered
+// send hands an unsent one back).
 func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
+	in := &e.in
 	if e.runs != nil {
-		if err := e.in.admit(ctx, true, &e.d.life, e); err != nil {
+		if err := in.admit(ctx, true, &e.d.life, e); err != nil {
 			return err
 		}
-		r := e.goReqs.Get().(*request[R])
+		r := in.spareGo()
 		r.ctx, r.fn, r.meta = ctx, fn, m
 		e.push(r)
 		return nil
 	}
-	r := e.goReqs.Get().(*request[R])
+	in.mu.Lock()
+	r := in.spareGo()
+	in.mu.Unlock()
 	r.ctx, r.fn, r.meta = ctx, fn, m
 	err := e.rendezvous(ctx, r, true)
 	if err != nil {
-		e.recycle(r)
+		r.ctx, r.fn = nil, nil
+		in.mu.Lock()
+		in.spare = append(in.spare, r)
+		in.mu.Unlock()
 	}
 	return err
 }
@@ -108,11 +115,18 @@ func (e *channels[R]) takeBacklog() bool {
 // that outruns the workers wakes once per half buffer, not per request.
 // Balancer only.
 func (e *channels[R]) settle(idle bool) {
-	if e.runs == nil || (e.taken == e.left && !idle) {
+	if e.taken == e.left && !idle && len(e.free) == 0 {
 		return
 	}
 	in := &e.in
 	in.mu.Lock()
+	if len(e.free) > 0 {
+		e.free = in.refill(e.free, e.freeCap)
+	}
+	if e.runs == nil {
+		in.mu.Unlock()
+		return
+	}
 	e.settleLocked()
 	if idle && in.waitq.n > 0 && in.admits() {
 		in.offer()
@@ -174,8 +188,6 @@ func (e *channels[R]) takeIntake() []*request[R] {
 	}
 	return q
 }
-
-func (e *channels[R]) recycleAsync(r *request[R]) { e.goReqs.Put(r) }
 
 // intakeStats: read on the balancer goroutine (snapshot), like the
 // schedule and the backlog it counts.

@@ -99,9 +99,6 @@ type engine[R any] interface {
 	// reap counts every completion the workers have reported, so a
 	// snapshot taken after a request's answer includes it. Balancer only.
 	reap()
-	// recycleAsync takes back an async (Go) request a worker finished.
-	// Worker goroutines only.
-	recycleAsync(r *request[R])
 }
 
 // newEngine builds the engine e for d: the one place an engine is chosen.

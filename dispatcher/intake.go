@@ -125,3 +125,18 @@ func (in *intake[R]) spareGo() *request[R] {
 	}
 	return &request[R]{async: true}
 }
+
+// refill passes the Go requests the balancer collected from the workers
+// to submitters, keeping at most max, and returns free emptied for reuse.
+// Called with mu held.
+func (in *intake[R]) refill(free []*request[R], max int) []*request[R] {
+	if len(in.spare) == 0 && len(free) <= max {
+		in.spare, free = free, in.spare[:0]
+		return free
+	}
+	if k := min(len(free), max-len(in.spare)); k > 0 {
+		in.spare = append(in.spare, free[:k]...)
+	}
+	clear(free)
+	return free[:0]
+}

@@ -6,12 +6,11 @@ import "context"
 //
 // Requests are recycled, by whoever frees them, in the way that costs
 // least there: a Do request by its own requester through a sync.Pool (the
-// same goroutine puts and gets, so the pool stays P-local); a Go request
-// on the rings engine through its worker's return ring and the intake's
+// same goroutine puts and gets, so the pool stays P-local); a Go request,
+// on either engine, through its worker's return ring and the intake's
 // spare list (workers free, the submitter reuses: a sync.Pool paid a steal
 // from another P on most gets; 151 -> 130 ns per batch task in 12
-// interleaved runs, f88b1fa); a Go request on the channel engine through a
-// sync.Pool (no ring to return it on). Submit's request is its Future.
+// interleaved runs, f88b1fa). Submit's request is its Future.
 //
 // The worker writes res and err, then signals done as its very last touch
 // of the request, so the requester may reuse it as soon as it has
@@ -27,9 +26,7 @@ type request[R any] struct {
 	meta
 	async bool // submitted by Go: nobody waits; never leaves the Go free list
 	// ret is where the worker running an async request hands it back
-	// (its worker's return ring, rings engine); set by the balancer when
-	// it sends r. Nil on the channel engine, which recycles through a
-	// sync.Pool.
+	// (its worker's return ring); set by the balancer when it sends r.
 	ret *retRing[R]
 	// tenant is the flow r belongs to (its group's), nil for the default.
 	tenant *tenant
@@ -69,11 +66,7 @@ type owner interface {
 func (d *Dispatcher[R]) reply(r *request[R], v R, err error) {
 	if r.async {
 		r.ctx, r.fn = nil, nil
-		if r.ret != nil {
-			r.ret.push(r)
-		} else {
-			d.eng.recycleAsync(r)
-		}
+		r.ret.push(r)
 		return
 	}
 	r.answer(v, err)

@@ -343,8 +343,3 @@ func (e *rings[R]) kick() {
 func (e *rings[R]) setLimit(i, limit int) {
 	e.w[i].wakeAt.Store(int32(min(limit, e.base) / 2))
 }
-
-// recycleAsync: a worker hands every Go request back through its return
-// ring (reply), which the balancer set when it sent it; this is never
-// called on rings.
-func (e *rings[R]) recycleAsync(*request[R]) {}

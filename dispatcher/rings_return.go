@@ -69,18 +69,6 @@ func (e *rings[R]) recycle(r *request[R]) {
 	e.free = append(e.free, r)
 }
 
-// giveSpare passes the collected Go requests to submitters, keeping at
-// most freeCap. Called with the intake's mu held.
-func (e *rings[R]) giveSpare() {
-	in := &e.in
-	if len(in.spare) == 0 && len(e.free) <= e.freeCap {
-		in.spare, e.free = e.free, in.spare[:0]
-		return
-	}
-	k := min(len(e.free), e.freeCap-len(in.spare))
-	if k > 0 {
-		in.spare = append(in.spare, e.free[:k]...)
-	}
-	clear(e.free)
-	e.free = e.free[:0]
-}
+// giveSpare passes the collected Go requests to submitters. Called with
+// the intake's mu held.
+func (e *rings[R]) giveSpare() { e.free = e.in.refill(e.free, e.freeCap) }

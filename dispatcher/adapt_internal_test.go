@@ -29,7 +29,7 @@ func limits[R any](t *testing.T, d *Dispatcher[R]) (base, depth int, limit []int
 // lo and depth. (TestQueuesDeepenForShortTasks checks that a queue
 // really fills to its limit.)
 func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
-	d, err := New[int](WithWorkers(2))
+	d, err := New[int](WithWorkers(2), WithEngine(Rings))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close(context.Background())) }()
 	ctx := context.Background()

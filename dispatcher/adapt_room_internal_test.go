@@ -47,7 +47,7 @@ func TestAdaptKeepsRoom(t *testing.T) {
 	defer SetQueueBudget(2 * time.Millisecond)()
 	for _, strat := range []string{"round-robin", "least-pending"} {
 		t.Run(strat, func(t *testing.T) {
-			d, err := New[int](WithWorkers(3), WithStrategyName(strat))
+			d, err := New[int](WithWorkers(3), WithStrategyName(strat), WithEngine(Rings))
 			require.NoError(t, err)
 			ctx := context.Background()
 			empty := func(context.Context) (int, error) { return 0, nil }

@@ -54,7 +54,7 @@ func queuedBehind(t *testing.T, want int, warm dispatcher.Task[int], opts ...dis
 
 // A queue really fills to its limit: with a budget no task time can fill
 // (a second), the rings engine's default queue deepens to 256, a given
-// WithWorkerBuffer(63) and the channel engine keep 64; with late binding
+// WithWorkerBuffer(63) and the channel engine (the default) keep 64; with late binding
 // off (WithQueueBudget(0)) the default stays at 64. Which limit a measured
 // task time gives is TestAdaptLimitForTaskTime's, with the time injected.
 func TestQueuesDeepenForShortTasks(t *testing.T) {
@@ -62,26 +62,29 @@ func TestQueuesDeepenForShortTasks(t *testing.T) {
 	t.Run("cap", func(t *testing.T) {
 		// Restored after the dispatcher's Close: cleanups run last first.
 		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 256, queuedBehind(t, 256, empty))
+		assert.Equal(t, 256, queuedBehind(t, 256, empty, dispatcher.WithEngine(dispatcher.Rings)))
 	})
 	t.Run("given buffer", func(t *testing.T) {
 		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithWorkerBuffer(63)))
+		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63)))
 	})
 	t.Run("channel engine", func(t *testing.T) {
 		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Channels)))
+		assert.Equal(t, 64, queuedBehind(t, 64, empty)) // the default engine
 	})
 	t.Run("late binding off", func(t *testing.T) {
-		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithQueueBudget(0)))
+		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithQueueBudget(0)))
 	})
 }
 
-// A dispatcher whose queues may deepen holds MaxBuffer/256 workers; one
-// given WithWorkerBuffer(63) holds four times as many.
+// A rings dispatcher whose queues may deepen holds MaxBuffer/256 workers;
+// one given WithWorkerBuffer(63), and the default engine (channels, whose
+// queues keep their depth), hold four times as many.
 func TestDeepQueuesBoundWorkers(t *testing.T) {
-	d := newDispatcher(t, dispatcher.WithWorkers(1))
+	d := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithEngine(dispatcher.Rings))
 	require.ErrorIs(t, d.Resize(dispatcher.MaxBuffer/256+1), dispatcher.ErrBadOption)
-	d63 := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(63), dispatcher.WithStrategyName("round-robin"))
+	d63 := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63), dispatcher.WithStrategyName("round-robin"))
 	require.ErrorIs(t, d63.Resize(dispatcher.MaxBuffer/64+1), dispatcher.ErrBadOption)
+	dc := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithStrategyName("round-robin"))
+	require.ErrorIs(t, dc.Resize(dispatcher.MaxBuffer/64+1), dispatcher.ErrBadOption)
 }

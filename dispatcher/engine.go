@@ -14,12 +14,13 @@ type Engine int
 
 const (
 	// Channels is Pike's design with real channels: one shared request
-	// channel (capacity WithIntakeBuffer), one buffered channel per worker
-	// (capacity WithWorkerBuffer) and one completion channel shared by the
-	// workers (capacity WithCompletionBuffer) carrying one message per
-	// completed request, or per run of completed Go requests with its
-	// count. The balancer reads the request and completion channels in
-	// one select.
+	// channel carrying runs of requests (bounded by WithIntakeBuffer; 0 is
+	// Pike's unbuffered channel of single requests), one channel per
+	// worker carrying runs (capacity WithWorkerBuffer) and one completion
+	// channel shared by the workers (capacity WithCompletionBuffer)
+	// carrying one message per completed request, or per run of completed
+	// Go requests with its count. The balancer reads the request and
+	// completion channels in one select.
 	Channels Engine = iota + 1
 	// Rings replaces those hops by a locked intake slice the balancer
 	// swaps out whole, a single-producer ring per worker and per-worker
@@ -27,8 +28,11 @@ const (
 	Rings
 )
 
-// DefaultEngine is the engine New uses without WithEngine.
-const DefaultEngine = Rings
+// DefaultEngine is the engine New uses without WithEngine: Pike's design,
+// now that it costs within a tenth of rings on batches of empty and of
+// 10 µs tasks (docs/performance.md, round 5). Rings stays the cheaper one
+// for many closed-loop requesters calling Do, by about a fifth.
+const DefaultEngine = Channels
 
 // Engines lists every engine, in the order the demo shows them.
 var Engines = []Engine{Channels, Rings}

@@ -48,11 +48,11 @@ func admittedBehindBlockedWorker(t *testing.T, opts ...dispatcher.Option) int {
 }
 
 // The default intake is workers × (worker buffer + 1), with the depth the
-// queues may reach: by default on rings 256 (the worker, whose blocked
+// queues may reach: on rings by default 256 (the worker, whose blocked
 // tasks are not short, keeps 64), with WithWorkerBuffer(63) 64. From the
 // review that found the first: it holds as documented.
 func TestDefaultIntakeFollowsWorkerBuffer(t *testing.T) {
-	assert.Equal(t, 64+256, admittedBehindBlockedWorker(t))
-	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithWorkerBuffer(63)))
-	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Channels)))
+	assert.Equal(t, 64+256, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Rings)))
+	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63)))
+	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t)) // the default engine, channels
 }

@@ -52,18 +52,18 @@ func TestBadOptions(t *testing.T) {
 }
 
 // TestCompletionBufferNeedsChannels: rings has no completion channel, so
-// WithCompletionBuffer there, given the engine or not, is refused with an
-// error naming both why (ErrWrongEngine) and what (ErrBadOption), instead
-// of being silently ignored.
+// WithCompletionBuffer there, in either order of the options, is refused
+// with an error naming both why (ErrWrongEngine) and what (ErrBadOption),
+// instead of being silently ignored; the default engine (channels) takes
+// it.
 func TestCompletionBufferNeedsChannels(t *testing.T) {
-	require.Equal(t, dispatcher.Rings, dispatcher.DefaultEngine, "the default-engine cell below assumes rings")
+	require.Equal(t, dispatcher.Channels, dispatcher.DefaultEngine)
 	for _, tc := range []struct {
 		name string
 		opts []dispatcher.Option
 	}{
 		{"explicit rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithCompletionBuffer(4)}},
 		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
-		{"default engine", []dispatcher.Option{dispatcher.WithCompletionBuffer(1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := dispatcher.New[int](tc.opts...)
@@ -73,8 +73,8 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 		})
 	}
 	for _, n := range []int{0, 4} {
-		t.Run(fmt.Sprintf("channels/completion=%d", n), func(t *testing.T) {
-			d := newDispatcher(t, dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
+		t.Run(fmt.Sprintf("default engine/completion=%d", n), func(t *testing.T) {
+			d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
 			var v int
 			var err error
 			within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(n)) })

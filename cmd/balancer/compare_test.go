@@ -34,7 +34,7 @@ func TestCompare(t *testing.T) {
 	require.Len(t, reports, len(names))
 	for i, r := range reports {
 		assert.Equal(t, names[i], r.Strategy)
-		assert.Equal(t, "rings", r.Engine)
+		assert.Equal(t, "channels", r.Engine, "the default engine")
 		assert.Equal(t, r.Requests, r.Completed+r.Errors)
 	}
 }
@@ -65,7 +65,7 @@ func TestRounds(t *testing.T) {
 	code, out, errs = runArgs(t, with("-worker-buffer", "0,4", "-rounds", "2", "-v")...)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "worker buffer, 2 interleaved rounds")
-	assert.Contains(t, out, "\nengine rings, intake buffer 4 × (worker buffer + 1), seed 1\n")
+	assert.Contains(t, out, "\nengine channels, completion buffer 4, intake buffer 4 × (worker buffer + 1), seed 1\n")
 	assert.Contains(t, out, "baseline")
 	assert.Contains(t, out, "within noise")
 	assert.Contains(t, out, "Mann-Whitney U against worker buffer 0")
@@ -80,8 +80,8 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 		args []string
 		line string
 	}{
-		{with("-completion-buffer", "0"),
-			"balancer: -completion-buffer needs -engine channels: the rings engine (the default) has no completion channel\n"},
+		{with("-engine", "rings", "-completion-buffer", "0"),
+			"balancer: -completion-buffer needs -engine channels: the rings engine has no completion channel\n"},
 		{with("-engine", "rings", "-completion-buffer", "0,64", "-rounds", "3"),
 			"balancer: -completion-buffer needs -engine channels: the rings engine has no completion channel\n"},
 	} {

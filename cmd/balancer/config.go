@@ -283,11 +283,7 @@ func (c *config) validate(set map[string]bool) error {
 			if e == dispatcher.Channels {
 				continue
 			}
-			dflt := ""
-			if !set["engine"] {
-				dflt = " (the default)"
-			}
-			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine%s has no completion channel", e, dflt)
+			return fmt.Errorf("-completion-buffer needs -engine channels: the %v engine has no completion channel", e)
 		}
 	}
 	return nil

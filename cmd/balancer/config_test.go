@@ -36,12 +36,10 @@ func TestBadInput(t *testing.T) {
 		{"malformed completion list", []string{"-completion-buffer", "0,"}, "malformed list"},
 		{"duplicate completion buffer", []string{"-engine", "channels", "-completion-buffer", "8,0,8"},
 			"-completion-buffer: 8 is listed twice"},
-		{"completion buffer on the default engine", []string{"-completion-buffer", "0"},
-			"-completion-buffer needs -engine channels: the rings engine (the default) has no completion channel"},
 		{"completion buffer on rings", []string{"-engine", "rings", "-completion-buffer", "8"},
 			"-completion-buffer needs -engine channels: the rings engine has no completion channel"},
-		{"completion list on rings", []string{"-completion-buffer", "0,8", "-rounds", "3"},
-			"-completion-buffer needs -engine channels: the rings engine (the default) has no completion channel"},
+		{"completion list on rings", []string{"-completion-buffer", "0,8", "-rounds", "3", "-engine", "rings"},
+			"-completion-buffer needs -engine channels: the rings engine has no completion channel"},
 		{"completion buffer with an engine list", []string{"-engine", "channels,rings", "-completion-buffer", "8"},
 			"-completion-buffer needs -engine channels: the rings engine has no completion channel"},
 		{"too many workers", []string{"-workers", "65537"}, "-workers must be at most 65536 (dispatcher.MaxWorkers), got 65537"},
@@ -211,7 +209,7 @@ func TestSetupBuffers(t *testing.T) {
 		arg                []string
 		completion, intake int
 	}{
-		{nil, -1, 8 * 17},
+		{nil, 8 * 17, 8 * 17}, // the default engine: channels
 		{[]string{"-engine", "rings", "-worker-buffer", "3"}, -1, 8 * 4},
 		{[]string{"-engine", "channels"}, 8 * 17, 8 * 17},
 		{[]string{"-engine", "channels", "-workers", "3", "-worker-buffer", "0"}, 3, 3},

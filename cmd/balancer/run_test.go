@@ -13,7 +13,7 @@ import (
 
 // The report's JSON fields are a stable interface: exactly these names.
 func TestJSONSchema(t *testing.T) {
-	code, out, errs := runArgs(t, with("-json")...)
+	code, out, errs := runArgs(t, with("-engine", "rings", "-json")...)
 	require.Equal(t, exitOK, code, errs)
 	require.Equal(t, 1, strings.Count(out, "\n"), "one object on one line")
 	var m map[string]any
@@ -60,8 +60,8 @@ func TestJSONSettings(t *testing.T) {
 		args []string
 		want map[string]any
 	}{
-		{nil, map[string]any{"engine": "rings", "worker_buffer": 16.0, "intake_buffer": 4 * 17.0,
-			"seed": 1.0, "work": "20µs", "dist": "exp"}},
+		{nil, map[string]any{"engine": "channels", "worker_buffer": 16.0, "completion_buffer": 4 * 17.0,
+			"intake_buffer": 4 * 17.0, "seed": 1.0, "work": "20µs", "dist": "exp"}},
 		{[]string{"-engine", "rings", "-worker-buffer", "3", "-seed", "7", "-dist", "const", "-work", "1ms", "-requests", "40"},
 			map[string]any{"engine": "rings", "worker_buffer": 3.0, "intake_buffer": 4 * 4.0,
 				"seed": 7.0, "work": "1ms", "dist": "const"}},
@@ -88,7 +88,7 @@ func TestHumanReport(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	for _, s := range []string{"throughput", "latency: p50", "p90", "p99", "max", "pending over the run (Pike): mean",
 		"stddev", "worker  weight  speed  completed  share  max pending", "0.5",
-		"\nengine rings, worker buffer 16, intake buffer 68\n"} {
+		"\nengine channels, worker buffer 16, completion buffer 68, intake buffer 68\n"} {
 		assert.Contains(t, out, s)
 	}
 	code, out, errs = runArgs(t, "-requests", "400", "-nRequester", "8", "-nWorker", "2", "-work", "20us",

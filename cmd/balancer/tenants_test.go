@@ -32,7 +32,7 @@ func TestScheduleList(t *testing.T) {
 	assert.Equal(t, "fifo", runReport(t, small...).Schedule, "the default")
 	code, out, errs = runArgs(t, with("-schedule", "deadline")...)
 	require.Equal(t, exitOK, code, errs)
-	assert.Contains(t, out, "\nengine rings, schedule deadline, worker buffer 16")
+	assert.Contains(t, out, "\nengine channels, schedule deadline, worker buffer 16")
 }
 
 // The tenants scenario reports both tenants under every schedule of the

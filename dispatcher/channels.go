@@ -55,15 +55,16 @@ type channels[R any] struct {
 	_       [64]byte
 
 	// The balancer's own: the last run received, of which next is the
-	// first request not yet taken, and how many requests it took in all
-	// (taken) and when the intake's count last heard of them (left).
-	backlog     []*request[R]
-	next        int
-	taken, left int64
+	// first request not yet taken, and how many requests had left the
+	// accepted state (sent to a worker, or answered by the balancer) when
+	// the intake's count last heard of it, as on rings.
+	backlog []*request[R]
+	next    int
+	left    int64
 
 	// schedCap bounds what the balancer takes into a schedule: the intake
-	// buffer (so at most twice it wait, the intake's and the schedule's);
-	// with a zero buffer, only what a worker can take now.
+	// buffer (which counts the schedule too); with a zero buffer, only
+	// what a worker can take now.
 	schedCap int
 
 	gate    tryGate      // TrySubmit at a zero intake buffer
@@ -261,6 +262,7 @@ func (e *channels[R]) poll() bool {
 			}
 			break
 		}
+		e.settle(false) // the Go requests collected, to the spare list
 	}
 	if b.sched != nil {
 		for r := b.next(); r != nil; r = b.next() {

@@ -105,17 +105,20 @@ func (e *channels[R]) takeBacklog() bool {
 		e.next++
 		e.took(r)
 	}
-	e.taken += int64(e.next - k)
 	return e.next > k
 }
 
-// settle tells the intake what the balancer took since it last did, and
-// offers the room to submitters in line: at once if the balancer is about
-// to park (idle), otherwise once half the buffer is free, so a submitter
-// that outruns the workers wakes once per half buffer, not per request.
-// Balancer only.
+// left is how many requests have left the accepted state: sent to a
+// worker, or answered by the balancer. Balancer only.
+func (e *channels[R]) leftNow() int64 { b := &e.d.b; return b.dispatched + b.answered }
+
+// settle tells the intake how many requests left since it last did, hands
+// it the Go requests collected from the workers, and offers the room to
+// submitters in line: at once if the balancer is about to park (idle),
+// otherwise once half the buffer is free, so a submitter that outruns the
+// workers wakes once per half buffer, not per request. Balancer only.
 func (e *channels[R]) settle(idle bool) {
-	if e.taken == e.left && !idle && len(e.free) == 0 {
+	if e.leftNow() == e.left && !idle && len(e.free) == 0 {
 		return
 	}
 	in := &e.in
@@ -136,8 +139,9 @@ func (e *channels[R]) settle(idle bool) {
 
 func (e *channels[R]) settleLocked() {
 	in := &e.in
-	in.n -= int(e.taken - e.left)
-	e.left = e.taken
+	left := e.leftNow()
+	in.n -= int(left - e.left)
+	e.left = left
 	if in.waitq.n > 0 && in.admits() && in.n <= in.cap/2 {
 		in.offer()
 	}
@@ -180,9 +184,7 @@ func (e *channels[R]) takeIntake() []*request[R] {
 	in.q = nil
 	sending := e.sending
 	e.sending = false
-	in.n = 0
-	e.taken, e.left = 0, 0
-	in.mu.Unlock()
+	in.mu.Unlock() // n drops as the abandon answers them (settle)
 	if sending {
 		q = append(q, <-e.runs...) // on its way: its sender sends without waiting
 	}
@@ -190,18 +192,23 @@ func (e *channels[R]) takeIntake() []*request[R] {
 }
 
 // intakeStats: read on the balancer goroutine (snapshot), like the
-// schedule and the backlog it counts.
+// backlog, the schedule and the held request it accounts for.
 func (e *channels[R]) intakeStats() (queued, blocked int) {
 	if e.runs == nil {
 		queued, blocked = len(e.reqs), int(e.blocked.Load())
-	} else {
-		in := &e.in
-		in.mu.Lock()
-		queued, blocked = in.n-int(e.taken-e.left), in.waitq.n
-		in.mu.Unlock()
+		if s := e.d.b.sched; s != nil {
+			queued += s.len()
+		}
+		return queued, blocked
 	}
-	if s := e.d.b.sched; s != nil {
-		queued += s.len()
+	// n counts what is staged, on its way, in the backlog, in the schedule
+	// and held; Queued leaves the held one to Stats.Held.
+	in := &e.in
+	in.mu.Lock()
+	queued, blocked = in.n-int(e.leftNow()-e.left), in.waitq.n
+	in.mu.Unlock()
+	if e.d.b.held != nil {
+		queued--
 	}
 	return queued, blocked
 }

@@ -25,10 +25,11 @@ func runsChannels(capacity int) *channels[int] {
 	return e
 }
 
-// takeAll plays a balancer that takes its whole backlog.
+// takeAll plays a balancer that takes its whole backlog and sends it to
+// workers.
 func (e *channels[R]) takeAll() []*request[R] {
 	q := e.backlog[e.next:]
-	e.taken += int64(len(q))
+	e.d.b.dispatched += int64(len(q))
 	e.next = len(e.backlog)
 	return q
 }
@@ -96,7 +97,7 @@ func TestChannelRunsHysteresis(t *testing.T) {
 		e.receive(<-e.runs)
 		w := lineSubmit(e, t.Context(), &request[int]{})
 		synctest.Wait()
-		e.taken++ // one of four taken
+		e.d.b.dispatched++ // one of four sent to a worker
 		e.settle(false)
 		synctest.Wait()
 		require.False(t, w.done, "one free slot of four: no wake-up yet")
@@ -190,4 +191,53 @@ func TestChannelRunsStress(t *testing.T) {
 		require.Equal(t, in, got)
 		assert.Zero(t, e.in.waitq.n)
 	})
+}
+
+// A newcomer does not pass a submitter in line, even while the busy
+// balancer has freed room it has not offered yet (it offers at half the
+// buffer): TrySubmit is refused while someone waits, and the waiter gets
+// in once the balancer offers.
+func TestChannelRunsNewcomerWaitsBehindLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := runsChannels(4)
+		for range 4 {
+			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		}
+		e.receive(<-e.runs)
+		r := &request[int]{}
+		w := lineSubmit(e, t.Context(), r)
+		synctest.Wait()
+		e.d.b.dispatched++ // one sent to a worker: room for one, not offered (3 > 4/2)
+		e.settle(false)
+		synctest.Wait()
+		require.False(t, w.done)
+		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy, "the room is the waiter's")
+		e.d.b.dispatched++ // half the buffer free: offered
+		e.settle(false)
+		synctest.Wait()
+		require.True(t, w.done)
+		require.NoError(t, w.err)
+		require.Equal(t, []*request[int]{r}, <-e.runs)
+		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false), "nobody waits: a newcomer gets the last room")
+	})
+}
+
+// The Go requests the balancer collected reach the spare list at its next
+// settle on either kind of intake, busy or not: on the unbuffered one too,
+// where nothing else takes the intake's lock on the balancer's side.
+func TestChannelSettleRefillsSpares(t *testing.T) {
+	for _, capacity := range []int{0, 4} {
+		e := runsChannels(capacity)
+		if capacity == 0 {
+			e.runs = nil
+			e.reqs = make(chan *request[int])
+		}
+		e.freeCap = 8
+		for range 3 {
+			e.free = append(e.free, &request[int]{async: true})
+		}
+		e.settle(false)
+		assert.Empty(t, e.free, "capacity %d", capacity)
+		assert.Len(t, e.in.spare, 3, "capacity %d", capacity)
+	}
 }

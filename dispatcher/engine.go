@@ -76,9 +76,9 @@ func WithEngine(e Engine) Option {
 // loop. Dispatcher holds exactly one; New selects it (newEngine) and
 // nothing else names an engine's type.
 //
-// The submitter side (enqueue, enqueueGo, fence, kick, intakeStats) is
-// called from any goroutine; the rest (the links, loop, reap) belongs to
-// the balancer goroutine.
+// The submitter side (enqueue, enqueueGo, fence, kick) is called from any
+// goroutine; the rest (the links, loop, reap, intakeStats) belongs to the
+// balancer goroutine.
 type engine[R any] interface {
 	links[R]
 	// enqueue hands r to the balancer, waiting for room if block. Once it
@@ -95,7 +95,7 @@ type engine[R any] interface {
 	// Never blocks.
 	kick()
 	// intakeStats reports requests accepted and not yet taken by the
-	// balancer, and submitters waiting for room.
+	// balancer, and submitters waiting for room. Balancer only (snapshot).
 	intakeStats() (queued, blocked int)
 	// loop is the balancer goroutine: it runs until the dispatcher has
 	// drained (or abandoned) and every worker has stopped.

@@ -76,7 +76,10 @@ func (in *intake[R]) wakeAll() {
 func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, k interface{ kick() }) error {
 	in.mu.Lock()
 	offered := false
-	for life.Load() == lifeOpen && !in.admits() {
+	// A newcomer does not pass those in line, nor room offered to them
+	// and not yet taken: arrival order holds even while a busy balancer
+	// frees room faster than it offers it.
+	for life.Load() == lifeOpen && (!in.admits() || !offered && (in.waitq.n > 0 || in.offered > 0)) {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
@@ -92,7 +95,14 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 			k.kick()
 		} else {
 			in.waitq.pushBack(ch)
+			room := in.admits()
 			in.mu.Unlock()
+			if room {
+				// In line behind others although there is room: a parked
+				// balancer must hear of it, since it offers room when it
+				// looks (at the latest before it parks again).
+				k.kick()
+			}
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
 		// whenever it leaves room with submitters in line, and Close wakes

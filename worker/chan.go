@@ -243,6 +243,10 @@ func (w *Chan[T]) receive() (item T, ok bool) {
 			r, ok = <-w.in
 		}
 		if !ok {
+			// Closed (a removed worker, or the owner's stop): what it
+			// holds is reported before it exits, whichever case ran.
+			w.publishBusy()
+			w.report()
 			return item, false
 		}
 		w.cur = r

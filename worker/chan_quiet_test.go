@@ -155,6 +155,63 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 	waitAll(t, &wg)
 }
 
+// The same, but the producer closes the worker (a removed worker) before
+// the running item ends: the worker finds its channel closed instead of
+// empty and must still report what it holds before it exits, or the
+// producer counts those items unfinished for ever.
+func TestChanHeldReportedWhenClosedAfterTakeBack(t *testing.T) {
+	const depth = 40
+	block, entered := make(chan struct{}), make(chan struct{})
+	done := make(chan worker.Done, depth)
+	var wg sync.WaitGroup
+	w := worker.NewChan(worker.Config[int]{
+		Depth: depth,
+		Run: func(item int, count func()) {
+			if item == 0 {
+				close(entered)
+				<-block
+			}
+			count()
+		},
+		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Exited:   func(int) {},
+		Quiet:    func(int) bool { return true },
+		Spawn:    func(f func()) { wg.Go(f) },
+	}, 5, done)
+	for i := range 8 {
+		w.Put(i)
+	}
+	w.Publish() // one run: item 0 runs, 7 wait behind it
+	w.Start()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("item 0 did not start")
+	}
+	taken := 0
+	for {
+		if _, ok := w.TryTake(); !ok {
+			break
+		}
+		taken++
+	}
+	require.Equal(t, 7, taken)
+	w.Close()
+	close(block)
+	select {
+	case <-w.Stopped():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+	select {
+	case c := <-done:
+		require.Equal(t, worker.Done{Worker: 5, N: 1}, c, "item 0, reported before the worker exited")
+	default:
+		t.Fatal("the worker exited holding item 0's completion")
+	}
+	waitAll(t, &wg)
+}
+
 // Items Put together travel as one message and run in order.
 func TestChanRunOneMessage(t *testing.T) {
 	gate := make(chan struct{})

@@ -193,11 +193,10 @@ func TestChannelRunsStress(t *testing.T) {
 	})
 }
 
-// A newcomer does not pass a submitter in line, even while the busy
-// balancer has freed room it has not offered yet (it offers at half the
-// buffer): TrySubmit is refused while someone waits, and the waiter gets
-// in once the balancer offers.
-func TestChannelRunsNewcomerWaitsBehindLine(t *testing.T) {
+// A newcomer may take room nobody was offered yet, but not room offered
+// to a submitter in line: once the balancer offers (at half the buffer,
+// or before it parks), the waiter gets in whatever newcomers do.
+func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := runsChannels(4)
 		for range 4 {
@@ -207,18 +206,22 @@ func TestChannelRunsNewcomerWaitsBehindLine(t *testing.T) {
 		r := &request[int]{}
 		w := lineSubmit(e, t.Context(), r)
 		synctest.Wait()
-		e.d.b.dispatched++ // one sent to a worker: room for one, not offered (3 > 4/2)
-		e.settle(false)
-		synctest.Wait()
-		require.False(t, w.done)
-		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy, "the room is the waiter's")
-		e.d.b.dispatched++ // half the buffer free: offered
-		e.settle(false)
+		e.d.b.dispatched += 2 // half the buffer free: the balancer offers
+		e.in.mu.Lock()
+		e.settleLocked()
+		require.Equal(t, 1, e.in.offered, "one waiter, one offer")
+		// A newcomer arriving between the offer and the waiter's wake-up
+		// takes the room nobody was offered, not the waiter's.
+		e.in.mu.Unlock()
+		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy, "the last room is offered")
 		synctest.Wait()
 		require.True(t, w.done)
 		require.NoError(t, w.err)
-		require.Equal(t, []*request[int]{r}, <-e.runs)
-		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false), "nobody waits: a newcomer gets the last room")
+		e.receive(<-e.runs) // the newcomer's run, and the waiter's request staged behind it
+		q := e.takeAll()
+		require.Len(t, q, 2)
+		require.Same(t, r, q[1], "the waiter's request, after the newcomer's")
 	})
 }
 

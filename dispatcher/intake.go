@@ -31,10 +31,16 @@ type intake[R any] struct {
 // admits reports whether one more request may be accepted: the buffer has
 // room or, for a zero buffer (Pike's unbuffered request channel), the
 // balancer could hand it to a worker right now: nothing is held and the
-// workers have more free slots than requests already waiting. Called with
-// mu held.
+// workers have more free slots than requests already waiting. Room offered
+// to submitters in line and not yet taken is theirs: a newcomer may take
+// room nobody was offered (as a send on a buffered channel would), so a
+// submitter in line is passed only until the balancer next offers (once
+// half the buffer is free, or before it parks). (Making newcomers queue
+// behind any line doubled the cost per request at 10 000 closed-loop
+// requesters.) Called with mu held.
 func (in *intake[R]) admits() bool {
-	return in.n < in.cap || in.n < in.free
+	n := in.n + in.offered
+	return n < in.cap || n < in.free
 }
 
 // offer wakes as many waiting submitters, first in line first, as
@@ -76,10 +82,7 @@ func (in *intake[R]) wakeAll() {
 func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, k interface{ kick() }) error {
 	in.mu.Lock()
 	offered := false
-	// A newcomer does not pass those in line, nor room offered to them
-	// and not yet taken: arrival order holds even while a busy balancer
-	// frees room faster than it offers it.
-	for life.Load() == lifeOpen && (!in.admits() || !offered && (in.waitq.n > 0 || in.offered > 0)) {
+	for life.Load() == lifeOpen && !in.admits() {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
@@ -95,14 +98,7 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 			k.kick()
 		} else {
 			in.waitq.pushBack(ch)
-			room := in.admits()
 			in.mu.Unlock()
-			if room {
-				// In line behind others although there is room: a parked
-				// balancer must hear of it, since it offers room when it
-				// looks (at the latest before it parks again).
-				k.kick()
-			}
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
 		// whenever it leaves room with submitters in line, and Close wakes

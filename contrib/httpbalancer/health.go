@@ -51,9 +51,12 @@ func (b *backend) stopCheck() {
 }
 
 // probe sends one health check: a GET that must answer 2xx within timeout.
-// It uses the proxy's transport, so a check shares the connections (and the
-// TLS settings) of the traffic, and follows no redirect: a health endpoint
-// that redirects (to a login page, say) is not healthy.
+// It uses the proxy's transport settings (TLS included) on connections of
+// its own (checkTr): on shared ones, a check whose timeout ended just as
+// its bodiless answer put the connection back could fail the proxied
+// request that reused it with the check's "context deadline exceeded"
+// (seen under load). It follows no redirect: a health endpoint that
+// redirects (to a login page, say) is not healthy.
 func (p *Proxy) probe(ctx context.Context, target string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -61,7 +64,7 @@ func (p *Proxy) probe(ctx context.Context, target string, timeout time.Duration)
 	if err != nil {
 		return err
 	}
-	resp, err := p.tr.RoundTrip(req)
+	resp, err := p.checkTr.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return fmt.Errorf("no answer within %v", timeout)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,7 +102,13 @@ func TestSlowBackend(t *testing.T) {
 	bs := []*live{startLive(t, "a"), startLive(t, "b")}
 	hc := fastChecks
 	hc.HealthyThreshold, hc.UnhealthyThreshold = 1, 1
-	p, proxy := newProxy(t, []*url.URL{bs[0].url(), bs[1].url()}, "round-robin", nil, httpbalancer.WithHealthCheck(hc))
+	// a's checks pass at once whatever the machine's load (a check of a
+	// real server can miss 20 ms on a loaded machine, and a's leaving
+	// would fail requests); b's go to the server, slow or not.
+	tr := healthyFor{RoundTripper: http.DefaultTransport.(*http.Transport).Clone(), host: bs[0].addr}
+	t.Cleanup(tr.RoundTripper.(*http.Transport).CloseIdleConnections)
+	p, proxy := newProxy(t, []*url.URL{bs[0].url(), bs[1].url()}, "round-robin", nil,
+		httpbalancer.WithHealthCheck(hc), httpbalancer.WithTransport(tr))
 	bg := startLoad(ctx, client(t), proxy.URL, 4)
 	waitFor(t, ctx, "traffic on b", func() bool { return bs[1].calls.Load() > 20 })
 
@@ -135,20 +142,25 @@ func TestFlapping(t *testing.T) {
 		hc := fastChecks
 		hc.Interval, hc.Timeout = 10*time.Millisecond, 10*time.Millisecond
 		// The checks alternate: a test-side ticker would race the
-		// checker, so the handler flips its own answer on each check.
+		// checker, so the transport flips its answer on each check. Not a
+		// server: a real check can miss 10 ms on a loaded machine, and
+		// that failure next to a 503 would make two in a row.
+		flap, steady := &url.URL{Scheme: "http", Host: "flap.invalid"}, &url.URL{Scheme: "http", Host: "steady.invalid"}
 		var n atomic.Int32
-		b := startServing(t, func(w http.ResponseWriter, r *http.Request) {
-			if n.Add(1)%2 == 0 {
-				w.WriteHeader(http.StatusServiceUnavailable)
+		tr := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			code := http.StatusOK
+			if r.URL.Host == flap.Host && n.Add(1)%2 == 0 {
+				code = http.StatusServiceUnavailable
 			}
+			return &http.Response{StatusCode: code, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 		})
-		p, _ := newProxy(t, []*url.URL{b.url(), startLive(t, "b").url()}, "round-robin", nil, httpbalancer.WithHealthCheck(hc))
+		p, _ := newProxy(t, []*url.URL{flap, steady}, "round-robin", nil, httpbalancer.WithHealthCheck(hc), httpbalancer.WithTransport(tr))
 		waitFor(t, ctx, "20 checks", func() bool {
-			st, _ := statsOf(p, b.url())
+			st, _ := statsOf(p, flap)
 			require.True(t, st.Serving, "flapped out: %s", st.Reason)
 			return st.Checks >= 20
 		})
-		st, _ := statsOf(p, b.url())
+		st, _ := statsOf(p, flap)
 		require.InDelta(t, st.Checks/2, st.FailedChecks, 1)
 	})
 	t.Run("process", func(t *testing.T) {
@@ -193,7 +205,9 @@ func TestNothingLeft(t *testing.T) {
 	for body := range res.bodies {
 		require.True(t, strings.HasPrefix(body, "httpbalancer: no backend available: "), body)
 		for _, b := range bs {
-			require.Regexp(t, regexp.QuoteMeta(b.addr)+` unhealthy: \d+ failed health checks in a row, the last: status 503`, body)
+			// The last check answered 503, or, on a loaded machine, not
+			// within the 20 ms timeout: both fail it.
+			require.Regexp(t, regexp.QuoteMeta(b.addr)+` unhealthy: \d+ failed health checks in a row, the last: (status 503|no answer within 20ms)`, body)
 		}
 	}
 }
@@ -216,4 +230,59 @@ func TestCloseStopsChecks(t *testing.T) {
 	require.ErrorIs(t, p.Add(bs[0].url(), 1), httpbalancer.ErrClosed)
 	res := load(ctx, client(t), "http://"+bs[0].addr, http.MethodGet, 1, 1)
 	require.Equal(t, map[int]int{http.StatusOK: 1}, res.status, "the backend itself is fine")
+}
+
+// TestChecksOwnConnections: health checks run on connections of their
+// own, never on one a proxied request uses (a check's timeout ending as
+// its bodiless answer returned the connection could fail the request that
+// reused it). The backend records which client address each kind came
+// from; the two sets never meet.
+func TestChecksOwnConnections(t *testing.T) {
+	ctx := guard(t, 10*time.Second)
+	var mu sync.Mutex
+	checks, proxied := map[string]bool{}, map[string]bool{}
+	b := startServing(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/healthz" {
+			checks[r.RemoteAddr] = true
+			return
+		}
+		proxied[r.RemoteAddr] = true
+	})
+	p, proxy := newProxy(t, []*url.URL{b.url()}, "round-robin", nil, httpbalancer.WithHealthCheck(fastChecks))
+	c := client(t)
+	waitFor(t, ctx, "5 checks and 200 requests", func() bool {
+		res := load(ctx, c, proxy.URL, http.MethodGet, 20, 2)
+		require.Equal(t, map[int]int{http.StatusOK: 20}, res.status, "bodies %v, errors %v", res.bodies, res.netErrs)
+		st, _ := statsOf(p, b.url())
+		return st.Checks >= 5 && st.Requests >= 200
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, checks)
+	require.NotEmpty(t, proxied)
+	for addr := range checks {
+		require.False(t, proxied[addr], "connection %s carried a check and a proxied request", addr)
+	}
+}
+
+// roundTripFunc is a RoundTripper made of a function: a backend that needs
+// no server.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// healthyFor answers host's health checks 200 at once and passes
+// everything else on.
+type healthyFor struct {
+	http.RoundTripper
+	host string
+}
+
+func (h healthyFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host == h.host && r.URL.Path == "/healthz" {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	}
+	return h.RoundTripper.RoundTrip(r)
 }

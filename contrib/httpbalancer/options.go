@@ -121,7 +121,9 @@ func WithEject5xx(n int) Option {
 // WithTransport sets the RoundTripper that talks to the backends, for the
 // proxied requests and the health checks (default: a clone of
 // http.DefaultTransport keeping up to 64 idle connections per backend,
-// enough for a busy proxy not to churn connections).
+// enough for a busy proxy not to churn connections). The health checks run
+// on a clone of an *http.Transport, with the same settings and connections
+// of their own; any other RoundTripper carries both.
 func WithTransport(rt http.RoundTripper) Option {
 	return optionFunc(func(c *config) { c.transport = rt })
 }

@@ -69,6 +69,11 @@ type Proxy struct {
 	cfg config
 	rp  *httputil.ReverseProxy
 	tr  http.RoundTripper
+	// checkTr carries the health checks: a clone of tr (same settings, its
+	// own connections) when tr is an *http.Transport, so a check's short
+	// timeout never ends on a connection a proxied request reuses; tr
+	// itself otherwise.
+	checkTr http.RoundTripper
 
 	mu      sync.Mutex
 	s       strategies.Strategy
@@ -128,6 +133,10 @@ func New(targets []*url.URL, s strategies.Strategy, opts ...Option) (*Proxy, err
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
 		p.tr = t
+	}
+	p.checkTr = p.tr
+	if t, ok := p.tr.(*http.Transport); ok && p.cfg.health != nil {
+		p.checkTr = t.Clone()
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:      p.rewrite,
@@ -299,7 +308,9 @@ func (p *Proxy) Close() error {
 // transport supports it (the default one does). Call it when the proxy is
 // no longer used (Close does).
 func (p *Proxy) CloseIdleConnections() {
-	if c, ok := p.tr.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
+	for _, tr := range []http.RoundTripper{p.tr, p.checkTr} {
+		if c, ok := tr.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
 	}
 }

@@ -142,7 +142,7 @@ func (e *channels[R]) settleLocked() {
 	left := e.leftNow()
 	in.n -= int(left - e.left)
 	e.left = left
-	if in.waitq.n > 0 && in.admits() && in.n <= in.cap/2 {
+	if in.offerDue() {
 		in.offer()
 	}
 }

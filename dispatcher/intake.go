@@ -26,6 +26,9 @@ type intake[R any] struct {
 	// in by arrival order.
 	waitq   waiters
 	offered int // tokens sent whose receivers have not yet taken the lock
+	// passed counts newcomers that got in while others waited in line,
+	// since the last offer (offerDue).
+	passed int
 }
 
 // admits reports whether one more request may be accepted: the buffer has
@@ -33,9 +36,9 @@ type intake[R any] struct {
 // balancer could hand it to a worker right now: nothing is held and the
 // workers have more free slots than requests already waiting. Room offered
 // to submitters in line and not yet taken is theirs: a newcomer may take
-// room nobody was offered (as a send on a buffered channel would), so a
-// submitter in line is passed only until the balancer next offers (once
-// half the buffer is free, or before it parks). (Making newcomers queue
+// room nobody was offered (as a send on a buffered channel would), and the
+// balancer offers once half a buffer of them did (offerDue), so a
+// submitter in line is passed by at most that many before an offer. (Making newcomers queue
 // behind any line doubled the cost per request at 10 000 closed-loop
 // requesters.) Called with mu held.
 func (in *intake[R]) admits() bool {
@@ -51,7 +54,20 @@ func (in *intake[R]) offer() {
 	for ; k > 0 && in.waitq.n > 0; k-- {
 		in.waitq.popFront() <- struct{}{} // capacity 1, one token per queued wait: never blocks
 		in.offered++
+		in.passed = 0
 	}
+}
+
+// offerDue reports whether a busy balancer offers room to the line now:
+// once half the buffer is free, so a submitter that outruns the workers
+// parks once per half buffer instead of once per request; or once half a
+// buffer of newcomers passed the line since the last offer, so newcomers
+// that keep the buffer over half full cannot keep a waiter out for more
+// than that. (A balancer about to park offers whenever there is room.)
+// Offering at the first newcomer instead cost 1.6x per request at 10 000
+// closed-loop requesters: the line woken every turn. Called with mu held.
+func (in *intake[R]) offerDue() bool {
+	return in.waitq.n > 0 && in.admits() && (in.n <= in.cap/2 || in.passed >= max(1, in.cap/2))
 }
 
 // leaveLine takes a waiter that gives up out of the line, passing on room
@@ -117,6 +133,9 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 	if life.Load() != lifeOpen {
 		in.mu.Unlock()
 		return ErrClosed
+	}
+	if !offered && in.waitq.n > 0 {
+		in.passed++
 	}
 	return nil
 }

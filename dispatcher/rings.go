@@ -174,12 +174,10 @@ func (e *rings[R]) loop() {
 		if in.cap == 0 {
 			in.free = b.freeSlots()
 		}
-		// Hysteresis: wake blocked submitters once half the buffer is free,
-		// not at every free slot, so a submitter that outruns the workers
-		// parks once per half buffer instead of once per request. park
-		// wakes them whenever there is room at all, so none waits for a
-		// balancer that has nothing left to free.
-		if in.waitq.n > 0 && in.admits() && in.n <= in.cap/2 {
+		// Hysteresis (offerDue); park wakes the line whenever there is
+		// room at all, so none waits for a balancer that has nothing left
+		// to free.
+		if in.offerDue() {
 			in.offer()
 		}
 		// The intake is fenced once the lifecycle leaves open (under mu).

@@ -55,17 +55,9 @@ type channels[R any] struct {
 	_       [64]byte
 
 	// The balancer's own: the last run received, of which next is the
-	// first request not yet taken, and how many requests had left the
-	// accepted state (sent to a worker, or answered by the balancer) when
-	// the intake's count last heard of it, as on rings.
+	// first request not yet taken.
 	backlog []*request[R]
 	next    int
-	left    int64
-
-	// schedCap bounds what the balancer takes into a schedule: the intake
-	// buffer (which counts the schedule too); with a zero buffer, only
-	// what a worker can take now.
-	schedCap int
 
 	gate    tryGate      // TrySubmit at a zero intake buffer
 	dirty   []int        // workers with requests put and not yet published
@@ -74,20 +66,19 @@ type channels[R any] struct {
 
 	// Go requests come back as on rings: each worker hands them back on its
 	// return ring (ret, by worker index), the balancer collects a worker's
-	// when it hears of its completions (free) and passes them to the
-	// intake's spare list under the lock it takes anyway.
-	ret     []*retRing[R]
-	free    []*request[R]
-	freeCap int
+	// when it hears of its completions and passes them to the intake's
+	// spare list under the lock it takes anyway.
+	ret []*retRing[R]
+	spares[R]
 }
 
 func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
 	e := &channels[R]{
-		d:        d,
-		done:     make(chan worker.Done, completion),
-		kicks:    make(chan struct{}, 1),
-		closing:  make(chan struct{}),
-		schedCap: intake,
+		d:       d,
+		done:    make(chan worker.Done, completion),
+		kicks:   make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		spares:  newSpares[R](n, depth),
 	}
 	if intake == 0 {
 		e.reqs = make(chan *request[R])
@@ -95,7 +86,6 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 		e.runs = make(chan []*request[R], 1)
 		e.in.cap = intake
 	}
-	e.freeCap = max(1024, 2*depth*n)
 	e.gate.init(true) // every worker is empty, and some weight is positive
 	cfg := d.workerConfig(depth)
 	cfg.Quiet = quiet[R]
@@ -140,26 +130,22 @@ func (e *channels[R]) publish() {
 func (e *channels[R]) setLimit(int, int) {}
 
 // accepting reports whether the balancer takes a request now: one a
-// worker can take, or, under a schedule, one the schedule has room for.
+// worker can take, or, under a schedule, one the schedule has room for:
+// as many as the intake buffer (which counts the schedule too).
 func (e *channels[R]) accepting() bool {
 	b := &e.d.b
 	switch {
 	case b.sched == nil:
 		return b.canTake()
-	case e.schedCap == 0:
+	case e.runs == nil:
 		// Pike's rendezvous: accepted only when a worker has room for it
 		// beside those already taken. O(workers), as on rings.
 		return b.sched.len() < b.freeSlots()
 	}
-	return b.sched.len() < e.schedCap
+	return b.sched.len() < e.in.cap
 }
 func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 	return e.pool.Worker(i).TryTake()
-}
-
-func (e *channels[R]) recycle(r *request[R]) {
-	r.ctx, r.fn = nil, nil
-	e.free = append(e.free, r)
 }
 
 // loop is the channel engine's balancer goroutine: Pike's
@@ -250,7 +236,6 @@ func (e *channels[R]) poll() bool {
 			default:
 			}
 		}
-		e.settle(false)
 	} else {
 		for k := 0; k < pollBatch && e.accepting(); k++ {
 			select {
@@ -262,8 +247,8 @@ func (e *channels[R]) poll() bool {
 			}
 			break
 		}
-		e.settle(false) // the Go requests collected, to the spare list
 	}
+	e.settle(false)
 	if b.sched != nil {
 		for r := b.next(); r != nil; r = b.next() {
 			d.dispatch(r)
@@ -286,7 +271,7 @@ func (e *channels[R]) took(r *request[R]) {
 // completed counts one completion message: c.N requests of worker c.Worker.
 func (e *channels[R]) completed(c worker.Done) {
 	b := &e.d.b
-	e.free = e.ret[c.Worker].collect(e.free)
+	e.collect(e.ret[c.Worker])
 	b.account(c.Worker, c.N)
 	b.complete(c.Worker, c.N)
 }

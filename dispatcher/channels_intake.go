@@ -108,24 +108,18 @@ func (e *channels[R]) takeBacklog() bool {
 	return e.next > k
 }
 
-// left is how many requests have left the accepted state: sent to a
-// worker, or answered by the balancer. Balancer only.
-func (e *channels[R]) leftNow() int64 { b := &e.d.b; return b.dispatched + b.answered }
-
 // settle tells the intake how many requests left since it last did, hands
 // it the Go requests collected from the workers, and offers the room to
 // submitters in line: at once if the balancer is about to park (idle),
 // otherwise once half the buffer is free, so a submitter that outruns the
 // workers wakes once per half buffer, not per request. Balancer only.
 func (e *channels[R]) settle(idle bool) {
-	if e.leftNow() == e.left && !idle && len(e.free) == 0 {
-		return
-	}
 	in := &e.in
-	in.mu.Lock()
-	if len(e.free) > 0 {
-		e.free = in.refill(e.free, e.freeCap)
+	if e.d.b.left() == in.left && !idle && len(e.free) == 0 {
+		return // in.left is the balancer's own: read without the lock
 	}
+	in.mu.Lock()
+	e.give(in)
 	if e.runs == nil {
 		in.mu.Unlock()
 		return
@@ -139,9 +133,7 @@ func (e *channels[R]) settle(idle bool) {
 
 func (e *channels[R]) settleLocked() {
 	in := &e.in
-	left := e.leftNow()
-	in.n -= int(left - e.left)
-	e.left = left
+	in.account(e.d.b.left())
 	if in.offerDue() {
 		in.offer()
 	}
@@ -151,7 +143,7 @@ func (e *channels[R]) settleLocked() {
 // lifecycle is past open (no submit is accepted any more). Balancer only.
 func (e *channels[R]) intakeEmpty() bool {
 	if e.runs == nil {
-		return len(e.reqs) == 0
+		return true // unbuffered: a request is taken as it is sent
 	}
 	if e.next < len(e.backlog) {
 		return false
@@ -165,18 +157,10 @@ func (e *channels[R]) intakeEmpty() bool {
 // abandon. The intake is fenced (abandon follows Close): nothing arrives
 // after it.
 func (e *channels[R]) takeIntake() []*request[R] {
-	var q []*request[R]
 	if e.runs == nil {
-		for {
-			select {
-			case r := <-e.reqs:
-				q = append(q, r)
-			default:
-				return q
-			}
-		}
+		return nil // unbuffered, and no sender is past the fence
 	}
-	q = append(q, e.backlog[e.next:]...)
+	q := append([]*request[R](nil), e.backlog[e.next:]...)
 	e.backlog, e.next = nil, 0
 	in := &e.in
 	in.mu.Lock()
@@ -195,17 +179,18 @@ func (e *channels[R]) takeIntake() []*request[R] {
 // backlog, the schedule and the held request it accounts for.
 func (e *channels[R]) intakeStats() (queued, blocked int) {
 	if e.runs == nil {
-		queued, blocked = len(e.reqs), int(e.blocked.Load())
+		// Unbuffered: nothing waits in the channel, only in the schedule.
 		if s := e.d.b.sched; s != nil {
-			queued += s.len()
+			queued = s.len()
 		}
-		return queued, blocked
+		return queued, int(e.blocked.Load())
 	}
 	// n counts what is staged, on its way, in the backlog, in the schedule
 	// and held; Queued leaves the held one to Stats.Held.
 	in := &e.in
 	in.mu.Lock()
-	queued, blocked = in.n-int(e.leftNow()-e.left), in.waitq.n
+	in.account(e.d.b.left())
+	queued, blocked = in.n, in.waitq.n
 	in.mu.Unlock()
 	if e.d.b.held != nil {
 		queued--

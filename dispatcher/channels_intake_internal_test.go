@@ -25,6 +25,18 @@ func runsChannels(capacity int) *channels[int] {
 	return e
 }
 
+// fullRuns is runsChannels(capacity) with its buffer full: capacity
+// requests accepted, received by the balancer and not yet sent on.
+func fullRuns(t *testing.T, capacity int) *channels[int] {
+	t.Helper()
+	e := runsChannels(capacity)
+	for range capacity {
+		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+	}
+	e.receive(<-e.runs)
+	return e
+}
+
 // takeAll plays a balancer that takes its whole backlog and sends it to
 // workers.
 func (e *channels[R]) takeAll() []*request[R] {
@@ -90,11 +102,7 @@ func TestChannelRunsBufferBound(t *testing.T) {
 // one about to park does.
 func TestChannelRunsHysteresis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := runsChannels(4)
-		for range 4 {
-			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		}
-		e.receive(<-e.runs)
+		e := fullRuns(t, 4)
 		w := lineSubmit(e, t.Context(), &request[int]{})
 		synctest.Wait()
 		e.d.b.dispatched++ // one of four sent to a worker
@@ -198,11 +206,7 @@ func TestChannelRunsStress(t *testing.T) {
 // or before it parks), the waiter gets in whatever newcomers do.
 func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := runsChannels(4)
-		for range 4 {
-			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		}
-		e.receive(<-e.runs)
+		e := fullRuns(t, 4)
 		r := &request[int]{}
 		w := lineSubmit(e, t.Context(), r)
 		synctest.Wait()
@@ -235,7 +239,7 @@ func TestChannelSettleRefillsSpares(t *testing.T) {
 			e.runs = nil
 			e.reqs = make(chan *request[int])
 		}
-		e.freeCap = 8
+		e.most = 8
 		for range 3 {
 			e.free = append(e.free, &request[int]{async: true})
 		}
@@ -250,11 +254,7 @@ func TestChannelSettleRefillsSpares(t *testing.T) {
 // its next settle.
 func TestChannelRunsWaiterNotPassedForEver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := runsChannels(4)
-		for range 4 {
-			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		}
-		e.receive(<-e.runs)
+		e := fullRuns(t, 4)
 		w := lineSubmit(e, t.Context(), &request[int]{})
 		synctest.Wait()
 		passed := 0

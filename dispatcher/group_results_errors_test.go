@@ -25,12 +25,7 @@ func TestGroupResultsBreakCompletion(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		g := groupIn(d, true)
 		var running atomic.Int64
-		blocking := func(ctx context.Context) (int, error) {
-			running.Add(1)
-			defer running.Add(-1)
-			<-ctx.Done()
-			return 0, ctx.Err()
-		}
+		blocking := whileRunning(&running)
 		require.NoError(t, g.Go(blocking))
 		require.NoError(t, g.Go(ok(5)))
 		for range 9 {

@@ -41,6 +41,17 @@ func untilCancelled(ran *atomic.Int32) dispatcher.Task[int] {
 	}
 }
 
+// whileRunning is a task that counts itself in running while it runs and
+// returns once its context ends: a test sees whether any is still running.
+func whileRunning(running *atomic.Int64) dispatcher.Task[int] {
+	return func(ctx context.Context) (int, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+}
+
 // TestGroupOrder: results come back in submission order whatever the
 // schedule, with the tasks spread over 4 workers, and a second Wait
 // returns the same answer.

@@ -29,6 +29,18 @@ type intake[R any] struct {
 	// passed counts newcomers that got in while others waited in line,
 	// since the last offer (offerDue).
 	passed int
+	// left is how many requests had left the accepted state (sent to a
+	// worker, or answered by the balancer) when the balancer last told
+	// the intake (account).
+	left int64
+}
+
+// account tells the intake that left requests in all have left the
+// accepted state, so n drops by those since the last call. Called by the
+// balancer with mu held.
+func (in *intake[R]) account(left int64) {
+	in.n -= int(left - in.left)
+	in.left = left
 }
 
 // admits reports whether one more request may be accepted: the buffer has

@@ -158,6 +158,10 @@ func (b *balancer[R]) drained() bool {
 	return b.held == nil && b.total == 0 && (b.sched == nil || b.sched.len() == 0)
 }
 
+// left is how many requests have left the accepted state: sent to a
+// worker, or answered by the balancer itself.
+func (b *balancer[R]) left() int64 { return b.dispatched + b.answered }
+
 // take puts r, which the engine took from its intake, in the schedule,
 // noting when for one request in LatencySampleEvery (its wait). Only when
 // there is a schedule.

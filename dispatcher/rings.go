@@ -49,15 +49,7 @@ type rings[R any] struct {
 	// a turn publishes each worker's ring once, not once per request.
 	dirty []int
 
-	// free holds finished Go requests collected from the workers' return
-	// rings, passed to the intake's spare list at the next intake lock.
-	free    []*request[R]
-	freeCap int // most Go requests kept for reuse
-
-	// left is how many requests had left the accepted state (sent to a
-	// worker, or answered by the balancer) when the intake last heard of
-	// it: the intake's count n drops by what left since.
-	left int64
+	spares[R] // finished Go requests on their way back to submitters
 }
 
 type ringSlot[R any] struct {
@@ -70,7 +62,7 @@ type ringSlot[R any] struct {
 }
 
 func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
-	e := &rings[R]{d: d, freeCap: max(1024, 2*depth*n), wake: make(chan struct{}, 1), base: base}
+	e := &rings[R]{d: d, spares: newSpares[R](n, depth), wake: make(chan struct{}, 1), base: base}
 	e.in.cap = intake
 	if intake == 0 {
 		// Every worker is empty until the balancer says otherwise. Only a
@@ -159,18 +151,14 @@ func (e *rings[R]) loop() {
 
 		in := &e.in
 		in.mu.Lock()
-		left := b.dispatched + b.answered
-		in.n -= int(left - e.left)
-		e.left = left
+		in.account(b.left())
 		took := false
 		if e.next == len(e.backlog) && len(in.q) > 0 {
 			clear(e.backlog)
 			e.backlog, in.q, e.next = in.q, e.backlog[:0], 0
 			took = true
 		}
-		if len(e.free) > 0 {
-			e.giveSpare()
-		}
+		e.give(in)
 		if in.cap == 0 {
 			in.free = b.freeSlots()
 		}
@@ -276,7 +264,7 @@ func (e *rings[R]) reaped() bool {
 		}
 		n := int(done - s.doneSeen)
 		s.doneSeen = done
-		e.free = s.ret.collect(e.free)
+		e.collect(s.ret)
 		b.account(i, n)
 		b.complete(i, n)
 		any = true

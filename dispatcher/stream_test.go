@@ -678,12 +678,7 @@ func TestGroupResultsBreak(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		var running atomic.Int64
-		blocking := func(ctx context.Context) (int, error) {
-			running.Add(1)
-			defer running.Add(-1)
-			<-ctx.Done()
-			return 0, ctx.Err()
-		}
+		blocking := whileRunning(&running)
 		g := d.Group(context.Background())
 		require.NoError(t, g.Go(ok(5)))
 		for range 10 {

@@ -82,8 +82,7 @@ const holdMost = 32
 // NewChan returns worker index of a channel engine: it holds cfg.Depth
 // items in its slots, its channel cfg.Depth-1 runs of them (0 is
 // unbuffered), and it reports finished items by sending Done{index, n} on
-// done. Completed
-// is not used: the completion message is the signal.
+// done. Completed is not used: the completion message is the signal.
 func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 	if cfg.Depth < 1 {
 		cfg.Depth = 1
@@ -171,9 +170,9 @@ func (w *Chan[T]) next() (item T, ok bool) {
 }
 
 // Close makes the worker exit once it has run every item already Put
-// (Close publishes them). Nothing may be sent afterwards. Close is idempotent, as the ring
-// worker's is: on a closed worker it leaves the worker closed and does not
-// close the channel again (which would panic). The flag, not the channel,
+// (Close publishes them). Nothing may be sent afterwards. Close is
+// idempotent, as the ring worker's is: on a closed worker it leaves the
+// worker closed and does not close the channel again (which would panic). The flag, not the channel,
 // says it was closed, because a closed channel cannot be asked without
 // receiving from it.
 func (w *Chan[T]) Close() {

@@ -100,28 +100,17 @@ func TestChanLoudItemFlushesHeld(t *testing.T) {
 // worker reports them before it waits, so the producer's count of
 // unfinished items reaches zero.
 func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
-	const depth = 40
 	gate := make(chan struct{})
 	block, entered := make(chan struct{}), make(chan struct{})
-	done := make(chan worker.Done, depth)
-	var wg sync.WaitGroup
-	w := worker.NewChan(worker.Config[int]{
-		Depth: depth,
-		Run: func(item int, count func()) {
-			switch item {
-			case 0:
-				<-gate
-			case 4:
-				close(entered)
-				<-block // running while the producer takes the rest back
-			}
-			count()
-		},
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
-		Exited:   func(int) {},
-		Quiet:    func(int) bool { return true },
-		Spawn:    func(f func()) { wg.Go(f) },
-	}, 5, done)
+	w, done, wg := allQuietChan(40, func(item int) {
+		switch item {
+		case 0:
+			<-gate
+		case 4:
+			close(entered)
+			<-block // running while the producer takes the rest back
+		}
+	})
 	w.Start()
 	for i := range 30 {
 		w.Send(i)
@@ -133,13 +122,7 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 		t.Fatal("item 4 did not start")
 	}
 	require.Equal(t, 25, worker.ChanLen(w))
-	taken := 0
-	for {
-		if _, ok := w.TryTake(); !ok {
-			break
-		}
-		taken++
-	}
+	taken := takeBackAll(w)
 	close(block)
 	total := 0
 	for total < 30-taken {
@@ -152,7 +135,7 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 	}
 	require.Equal(t, 5, total, "items 0-4 ran; the rest were taken back")
 	w.Close()
-	waitAll(t, &wg)
+	waitAll(t, wg)
 }
 
 // The same, but the producer closes the worker (a removed worker) before
@@ -160,24 +143,13 @@ func TestChanHeldReportedWhenQueueTakenBack(t *testing.T) {
 // empty and must still report what it holds before it exits, or the
 // producer counts those items unfinished for ever.
 func TestChanHeldReportedWhenClosedAfterTakeBack(t *testing.T) {
-	const depth = 40
 	block, entered := make(chan struct{}), make(chan struct{})
-	done := make(chan worker.Done, depth)
-	var wg sync.WaitGroup
-	w := worker.NewChan(worker.Config[int]{
-		Depth: depth,
-		Run: func(item int, count func()) {
-			if item == 0 {
-				close(entered)
-				<-block
-			}
-			count()
-		},
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
-		Exited:   func(int) {},
-		Quiet:    func(int) bool { return true },
-		Spawn:    func(f func()) { wg.Go(f) },
-	}, 5, done)
+	w, done, wg := allQuietChan(40, func(item int) {
+		if item == 0 {
+			close(entered)
+			<-block
+		}
+	})
 	for i := range 8 {
 		w.Put(i)
 	}
@@ -188,14 +160,7 @@ func TestChanHeldReportedWhenClosedAfterTakeBack(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("item 0 did not start")
 	}
-	taken := 0
-	for {
-		if _, ok := w.TryTake(); !ok {
-			break
-		}
-		taken++
-	}
-	require.Equal(t, 7, taken)
+	require.Equal(t, 7, takeBackAll(w))
 	w.Close()
 	close(block)
 	select {
@@ -209,7 +174,34 @@ func TestChanHeldReportedWhenClosedAfterTakeBack(t *testing.T) {
 	default:
 		t.Fatal("the worker exited holding item 0's completion")
 	}
-	waitAll(t, &wg)
+	waitAll(t, wg)
+}
+
+// allQuietChan is a channel worker (index 5) whose items are all quiet
+// and run run, not started.
+func allQuietChan(depth int, run func(item int)) (*worker.Chan[int], chan worker.Done, *sync.WaitGroup) {
+	done := make(chan worker.Done, depth)
+	wg := new(sync.WaitGroup)
+	w := worker.NewChan(worker.Config[int]{
+		Depth:    depth,
+		Run:      func(item int, count func()) { run(item); count() },
+		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Exited:   func(int) {},
+		Quiet:    func(int) bool { return true },
+		Spawn:    func(f func()) { wg.Go(f) },
+	}, 5, done)
+	return w, done, wg
+}
+
+// takeBackAll takes back every item not started and returns how many.
+func takeBackAll(w *worker.Chan[int]) int {
+	n := 0
+	for {
+		if _, ok := w.TryTake(); !ok {
+			return n
+		}
+		n++
+	}
 }
 
 // Items Put together travel as one message and run in order.

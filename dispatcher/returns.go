@@ -4,7 +4,8 @@ import "sync/atomic"
 
 // retRing hands finished Go requests back from one worker (the only
 // producer) to the balancer (the only consumer), which passes them on to
-// submitters under the intake lock it takes anyway. The worker publishes
+// submitters under the intake lock it takes anyway (spares), on either
+// engine. The worker publishes
 // them retBatch at a time: recycling costs a slot write per request and an
 // atomic store per batch, where a sync.Pool paid a steal from another P's
 // pool on most Gets (workers Put, the submitter Gets). Up to retBatch-1
@@ -64,11 +65,32 @@ func (q *retRing[R]) collect(free []*request[R]) []*request[R] {
 	return free
 }
 
-func (e *rings[R]) recycle(r *request[R]) {
-	r.ctx, r.fn = nil, nil
-	e.free = append(e.free, r)
+// spares holds the finished Go requests the balancer collected from the
+// workers' return rings (and those it answered itself) until it passes
+// them to the intake's spare list under the lock it takes anyway. Both
+// engines embed one. Balancer only.
+type spares[R any] struct {
+	free []*request[R]
+	most int // most Go requests kept for reuse
 }
 
-// giveSpare passes the collected Go requests to submitters. Called with
-// the intake's mu held.
-func (e *rings[R]) giveSpare() { e.free = e.in.refill(e.free, e.freeCap) }
+func newSpares[R any](workers, depth int) spares[R] {
+	return spares[R]{most: max(1024, 2*depth*workers)}
+}
+
+// recycle keeps an async request the balancer answered itself (links).
+func (s *spares[R]) recycle(r *request[R]) {
+	r.ctx, r.fn = nil, nil
+	s.free = append(s.free, r)
+}
+
+// collect takes what worker ring q handed back.
+func (s *spares[R]) collect(q *retRing[R]) { s.free = q.collect(s.free) }
+
+// give passes the collected requests to in's spare list. Called with in.mu
+// held.
+func (s *spares[R]) give(in *intake[R]) {
+	if len(s.free) > 0 {
+		s.free = in.refill(s.free, s.most)
+	}
+}

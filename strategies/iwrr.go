@@ -30,6 +30,13 @@ type IWRR struct {
 	cur int // index in q of the current cycle's queue
 	rem []int32
 	gcd int32
+
+	// A member that joins (Add, or SetWeight from 0) takes the next pick
+	// unless the last pick went to one that joined: joiner is the member
+	// placed at the head for it (-1: none), joinerPicked whether the last
+	// pick was a joiner's. So joiners take at most every other pick.
+	joiner       int32
+	joinerPicked bool
 }
 
 // iring is a FIFO of member indices in a ring buffer whose length is a
@@ -89,7 +96,7 @@ func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
 		return nil, err
 	}
 	n := len(weights)
-	s := &IWRR{members: m, rem: make([]int32, n)}
+	s := &IWRR{members: m, rem: make([]int32, n), joiner: -1}
 	s.q[0], s.q[1] = newIRing(n), newIRing(n)
 	off := 0
 	if c := newConfig(opts); c.randomStart {
@@ -118,6 +125,7 @@ func (s *IWRR) Pick(uint64) int {
 	q := &s.q[c]
 	i := *q.at(0)
 	q.head++
+	s.joinerPicked, s.joiner = i == s.joiner, -1
 	r := s.rem[i] - s.gcd
 	if r > 0 {
 		s.rem[i] = r
@@ -133,8 +141,7 @@ func (s *IWRR) Pick(uint64) int {
 // Done is a no-op: iwrr ignores completions.
 func (s *IWRR) Done(int, time.Duration) {}
 
-// Add adds a member. It joins the next cycle rather than the current one, so
-// the cycle in progress keeps its exact shares and nobody is reset.
+// Add adds a member (see join).
 func (s *IWRR) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
@@ -142,11 +149,33 @@ func (s *IWRR) Add(weight int) (int, error) {
 	}
 	s.rem = put(s.rem, i, int32(weight))
 	s.resize()
-	if weight > 0 {
-		s.q[s.cur^1].push(int32(i))
-	}
 	s.regcd()
+	if weight > 0 {
+		s.join(int32(i))
+	}
 	return i, nil
+}
+
+// join places a member that arrives: it takes its full credit in the next
+// cycle, as kitex's newcomers do, so the cycle in progress keeps its
+// shares. Kitex's alone would never pick a member that leaves before the
+// next cycle (one that comes and goes, or a cycle the others keep long),
+// so it first takes the next pick as a step of credit of its own, unless
+// the last pick went to a joiner. Joiners thus take at most every other
+// pick: a member that stays is picked at least once in every 4·W/g picks,
+// W the largest total weight in that time, whatever the others do.
+func (s *IWRR) join(i int32) {
+	s.rem[i] = s.gcd
+	if s.joiner >= 0 || s.joinerPicked {
+		s.rem[i] = int32(s.weight[i])
+		s.q[s.cur^1].push(i)
+		return
+	}
+	q := &s.q[s.cur]
+	q.head--
+	q.n++
+	*q.at(0) = i
+	s.joiner = i
 }
 
 // Remove removes member i from whichever queue holds it.
@@ -161,24 +190,23 @@ func (s *IWRR) Remove(i int) error {
 
 // SetWeight changes i's weight. A lower weight caps the credit it has left
 // in this cycle; a higher one applies from the next cycle; 0 drains it and a
-// drained member coming back joins the next cycle.
+// drained member coming back joins as a new one does (see join).
 func (s *IWRR) SetWeight(i, weight int) error {
 	old := s.Weight(i)
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
+	s.regcd()
 	switch {
 	case weight == 0:
 		s.drop(i)
 	case old == 0:
-		s.rem[i] = int32(weight)
-		s.q[s.cur^1].push(int32(i))
+		s.join(int32(i))
 	case s.q[s.cur^1].holds(int32(i)):
 		s.rem[i] = int32(weight) // not started on this cycle's credit
 	default:
 		s.rem[i] = min(s.rem[i], int32(weight))
 	}
-	s.regcd()
 	return nil
 }
 
@@ -193,6 +221,9 @@ func (s *IWRR) Forget(i int) error {
 }
 
 func (s *IWRR) drop(i int) {
+	if int(s.joiner) == i {
+		s.joiner = -1
+	}
 	for k := range s.q {
 		s.q[k].filter(len(s.weight), func(x int32) bool { return int(x) != i })
 	}

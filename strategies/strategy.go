@@ -44,12 +44,19 @@ type BatchDone interface {
 
 // Dynamic is a Strategy whose membership can change at runtime. Each change
 // keeps the algorithm's state sensible: no burst towards a new member and no
-// reset that starves anyone. swrr bounds it: counted from a change, a
-// member's picks stay within 2 of its share of them by the new weights
-// (MaxLag of those picks against the new weights is below 2 in every
-// test). least-requests' members with nothing pending go in swrr's order,
-// so the same bound holds for it when every pick is completed before the
-// next (see LeastRequests).
+// reset that starves anyone, however the changes follow each other. swrr
+// bounds it: counted from a change, a member's picks stay within 2 of its
+// share of them by the new weights (MaxLag of those picks against the new
+// weights is below 2 in every test), and a member whose weight w does not
+// change is picked at least once in every 3·W/w picks whatever the others
+// do (come and go, change weight, are forgotten and reused), W the largest
+// total weight in that time. least-requests' members with nothing pending
+// go in swrr's order, so the same bounds hold for it when every pick is
+// completed before the next (see LeastRequests); nginx-swrr keeps the
+// 3·W/w bound too; iwrr, which is not smooth, picks such a member at
+// least once in every 4·W picks and gives one that comes back the next
+// pick (see IWRR.Add). The randomised and hashing strategies keep shares
+// in expectation, not bounds.
 type Dynamic interface {
 	Strategy
 	// Add adds a member with the given weight and returns its index.

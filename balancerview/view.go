@@ -53,7 +53,8 @@ const (
 	DefaultIdle     = 5 * time.Second
 )
 
-// ErrClosed is returned by Register once the view is closed.
+// ErrClosed is returned by Register once the view is closed, and is the
+// text of its handlers' 503 answers.
 var ErrClosed = errors.New("balancerview: closed")
 
 // View is a set of named dispatchers and their recent samples. Its methods
@@ -146,7 +147,10 @@ func (v *View) Names() []string {
 }
 
 // Close stops the sampling goroutine, if one runs, and waits for it to
-// exit. A closed view answers its pages with 503 and takes no sample.
+// exit. A closed view takes no sample, and its handlers answer every
+// request with 503: the page, its assets, api and control alike, so
+// that nothing looks live, and nothing changes, through a view its owner
+// has shut.
 func (v *View) Close() {
 	v.mu.Lock()
 	if !v.closed {
@@ -155,6 +159,13 @@ func (v *View) Close() {
 	}
 	v.mu.Unlock()
 	v.wg.Wait()
+}
+
+// isClosed reports whether Close was called.
+func (v *View) isClosed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.closed
 }
 
 // capacity is how many samples fit in the history window.

@@ -57,9 +57,13 @@ func run(t testing.TB, d *dispatcher.Dispatcher[int], n int) {
 	require.NoError(t, err)
 }
 
+// client bounds every request of the tests: a handler that hangs fails
+// its test instead of the run.
+var client = &http.Client{Timeout: 10 * time.Second}
+
 func get(t testing.TB, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := client.Get(url)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -141,7 +145,7 @@ func TestPageAndErrors(t *testing.T) {
 	base := serve(t, v.Handler())
 
 	for path, want := range map[string]string{"": "<title>balancer view</title>", "view.js": "api/", "view.css": "tabular-nums"} {
-		resp, err := http.Get(base + path)
+		resp, err := client.Get(base + path)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -158,7 +162,7 @@ func TestPageAndErrors(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, code)
 	code, _ = get(t, base+"api/main?after=x")
 	assert.Equal(t, http.StatusBadRequest, code)
-	resp, err := http.Post(base+"api/a%20b%2Fc", "application/json", strings.NewReader("{}"))
+	resp, err := client.Post(base+"api/a%20b%2Fc", "application/json", strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "the JSON is read-only")
@@ -166,7 +170,7 @@ func TestPageAndErrors(t *testing.T) {
 
 func post(t testing.TB, url, ctype, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, ctype, strings.NewReader(body))
+	resp, err := client.Post(url, ctype, strings.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

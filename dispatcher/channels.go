@@ -85,6 +85,7 @@ func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *cha
 	} else {
 		e.runs = make(chan []*request[R], 1)
 		e.in.cap = intake
+		d.b.laneIn = &e.in
 	}
 	e.gate.init(true) // every worker is empty, and some weight is positive
 	cfg := d.workerConfig(depth)
@@ -142,7 +143,7 @@ func (e *channels[R]) accepting() bool {
 		// beside those already taken. O(workers), as on rings.
 		return b.sched.len() < b.freeSlots()
 	}
-	return b.sched.len() < e.in.cap
+	return b.sched.len() < e.in.bound(b.lanes)
 }
 func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 	return e.pool.Worker(i).TryTake()

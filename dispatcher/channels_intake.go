@@ -25,7 +25,8 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	if e.runs == nil {
 		return e.rendezvous(ctx, r, block)
 	}
-	if err := e.in.admit(ctx, block, &e.d.life, e); err != nil {
+	l, w := e.d.book.laneOf(e.d.b.lanes, r.tenant, r.prio)
+	if err := e.in.admit(ctx, l, w, block, &e.d.life, e); err != nil {
 		return err
 	}
 	e.push(r)
@@ -38,7 +39,8 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
 	in := &e.in
 	if e.runs != nil {
-		if err := in.admit(ctx, true, &e.d.life, e); err != nil {
+		l, w := e.d.book.laneOf(e.d.b.lanes, nil, m.prio)
+		if err := in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
 			return err
 		}
 		r := in.spareGo()
@@ -128,6 +130,7 @@ func (e *channels[R]) settle(idle bool) {
 	if idle && in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
+	in.offerLanes()
 	in.mu.Unlock()
 }
 
@@ -137,6 +140,7 @@ func (e *channels[R]) settleLocked() {
 	if in.offerDue() {
 		in.offer()
 	}
+	in.offerLanes()
 }
 
 // intakeEmpty reports whether nothing accepted waits in the intake. The

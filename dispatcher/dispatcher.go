@@ -168,6 +168,10 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d.b.init(strat, d.eng, depth, base, budget, weights)
 	d.b.book = d.book
 	d.b.sched = newScheduler[R](c.schedule, d.book)
+	d.b.lanes = lanesFor(c.schedule)
+	if d.b.laneIn == nil || d.b.laneIn.cap == 0 {
+		d.b.lanes = lanesOff // Pike's rendezvous: nothing waits for room in a buffer
+	}
 	go d.eng.loop()
 	return d, nil
 }

@@ -33,6 +33,11 @@ type intake[R any] struct {
 	// worker, or answered by the balancer) when the balancer last told
 	// the intake (account).
 	left int64
+
+	// lanes are the lanes holding requests (lanes.go); laneDue says a
+	// request left a lane while submitters of lanes waited in line.
+	lanes   []*lane
+	laneDue atomic.Bool
 }
 
 // account tells the intake that left requests in all have left the
@@ -64,7 +69,7 @@ func (in *intake[R]) admits() bool {
 func (in *intake[R]) offer() {
 	k := max(in.cap, in.free) - in.n - in.offered
 	for ; k > 0 && in.waitq.n > 0; k-- {
-		in.waitq.popFront() <- struct{}{} // capacity 1, one token per queued wait: never blocks
+		in.waitq.wakeFront()
 		in.offered++
 		in.passed = 0
 	}
@@ -84,13 +89,18 @@ func (in *intake[R]) offerDue() bool {
 
 // leaveLine takes a waiter that gives up out of the line, passing on room
 // offered to it meanwhile, and recycles its channel. Takes mu.
-func (in *intake[R]) leaveLine(ch chan struct{}) {
+func (in *intake[R]) leaveLine(ch chan struct{}, l *lane) {
 	in.mu.Lock()
 	if !in.waitq.remove(ch) {
 		// Offered room under mu before we took it: the token is in ch.
 		// Take it and pass the offer on.
 		<-ch
 		in.offered--
+		if l != nil {
+			l.offered--
+			in.laneDue.Store(true)
+			in.offerLanes()
+		}
 		in.offer()
 	}
 	in.mu.Unlock()
@@ -103,14 +113,15 @@ func (in *intake[R]) wakeAll() {
 	in.offered += in.waitq.wakeAll()
 }
 
-// admit waits for room for one request and returns nil with mu held, or
-// an error with it released. A blocked submit waits however long room
-// takes, whoever calls it (see Dispatcher on nested submits). life is the
-// dispatcher's lifecycle; k wakes the engine's balancer.
-func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, k interface{ kick() }) error {
+// admit waits for room for one request of lane l (nil without lanes, see
+// lanes.go; w its weight) and returns nil with mu held, or an error with it
+// released. A blocked submit waits however long room takes, whoever calls
+// it (see Dispatcher on nested submits). life is the dispatcher's
+// lifecycle; k wakes the engine's balancer.
+func (in *intake[R]) admit(ctx context.Context, l *lane, w int, block bool, life *atomic.Int32, k interface{ kick() }) error {
 	in.mu.Lock()
 	offered := false
-	for life.Load() == lifeOpen && !in.admits() {
+	for life.Load() == lifeOpen && !in.admits() && (l == nil || !in.laneAdmits(l, w)) {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy
@@ -121,11 +132,15 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 			// our place at the front, and make sure the balancer looks at
 			// the line again (whoever took the room woke it, maybe before
 			// we were back in line).
-			in.waitq.pushFront(ch)
+			in.waitq.pushFront(ch, l)
 			in.mu.Unlock()
 			k.kick()
 		} else {
-			in.waitq.pushBack(ch)
+			if l != nil {
+				l.weight = w
+				in.activate(l) // its weight counts while it waits
+			}
+			in.waitq.pushBack(ch, l)
 			in.mu.Unlock()
 		}
 		// Safe against lost wake-ups: the balancer offers room under mu
@@ -135,10 +150,13 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 		case <-ch:
 			in.mu.Lock()
 			in.offered--
+			if l != nil {
+				l.offered--
+			}
 			offered = true
 			in.waitq.recycle(ch)
 		case <-ctx.Done():
-			in.leaveLine(ch)
+			in.leaveLine(ch, l)
 			return ctx.Err()
 		}
 	}
@@ -148,6 +166,9 @@ func (in *intake[R]) admit(ctx context.Context, block bool, life *atomic.Int32, 
 	}
 	if !offered && in.waitq.n > 0 {
 		in.passed++
+	}
+	if l != nil {
+		in.enter(l, w)
 	}
 	return nil
 }

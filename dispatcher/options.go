@@ -186,6 +186,15 @@ func WithCompletionBuffer(n int) Option {
 // default (workers × (worker buffer + 1); with the default buffer on the
 // rings engine workers × 256, the most its queues may deepen to) lets
 // submitters go on without waiting for the balancer.
+//
+// Under a schedule other than FIFO, with a buffer, the schedule decides
+// admission too: each tenant (Fair, ByDeadline) or priority class
+// (ByPriority) has a part of the buffer by its weight, shared among those
+// holding requests, and a request whose flow holds less than its part is
+// admitted even when the buffer is full, so a flow that floods cannot
+// make the others wait behind it. What that admits beyond the buffer is
+// bounded by a second buffer: at most 2·n requests are accepted and not
+// yet handed out.
 func WithIntakeBuffer(n int) Option {
 	return optionFunc(func(c *config) {
 		c.given("WithIntakeBuffer")

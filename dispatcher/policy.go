@@ -27,6 +27,10 @@ type balancer[R any] struct {
 	// schedule's order; nil under FIFO, where the engine keeps its own.
 	sched scheduler[R]
 	book  *tenantBook
+	// lanes says which flows have a part of the intake (lanes.go); laneIn
+	// is the intake they are parts of.
+	lanes  laneMode
+	laneIn *intake[R]
 	// meanPer is a moving mean of the workers' task times (admission's
 	// estimate); sampleN picks the requests whose wait is recorded.
 	meanPer time.Duration
@@ -196,6 +200,10 @@ func (b *balancer[R]) next() *request[R] {
 	r := b.sched.pop()
 	if r != nil {
 		b.flow(r).queued--
+		if b.lanes != lanesOff {
+			l, _ := b.book.laneOf(b.lanes, r.tenant, r.prio)
+			b.laneIn.leave(l)
+		}
 	}
 	return r
 }

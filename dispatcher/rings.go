@@ -64,6 +64,7 @@ type ringSlot[R any] struct {
 func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 	e := &rings[R]{d: d, spares: newSpares[R](n, depth), wake: make(chan struct{}, 1), base: base}
 	e.in.cap = intake
+	d.b.laneIn = &e.in
 	if intake == 0 {
 		// Every worker is empty until the balancer says otherwise. Only a
 		// zero buffer admits by free slots: the balancer never updates
@@ -168,6 +169,7 @@ func (e *rings[R]) loop() {
 		if in.offerDue() {
 			in.offer()
 		}
+		in.offerLanes()
 		// The intake is fenced once the lifecycle leaves open (under mu).
 		exit := b.seen >= lifeDraining && len(in.q) == 0 && e.next == len(e.backlog) && b.drained()
 		in.mu.Unlock()
@@ -200,6 +202,7 @@ func (e *rings[R]) park() {
 	if in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
+	in.offerLanes()
 	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
 		(b.sched != nil && b.sched.len() > 0) ||
 		in.waitq.n > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)

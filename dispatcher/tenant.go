@@ -36,6 +36,8 @@ type flowStats struct {
 	// default tenant and the eight classes were 135 KB that every New
 	// allocated and zeroed, most of it never used.
 	wait atomic.Pointer[latency]
+	// lane is the flow's part of the intake under a schedule (lanes.go).
+	lane lane
 }
 
 // recordWait adds one sampled wait. Worker goroutines.

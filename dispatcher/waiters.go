@@ -1,6 +1,9 @@
 package dispatcher
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // waiters is a line of submitters waiting for room, each parked on its
 // own capacity-1 channel (so a blocked submit can also watch its context,
@@ -10,13 +13,23 @@ import "sync"
 // thousands of waiters. Not safe for concurrent use: its owner's lock
 // guards it.
 type waiters struct {
-	buf  []chan struct{} // len is a power of two
+	buf  []waiter // len is a power of two
 	head int
 	n    int
+	// lanes counts the waiters that have a lane (lanes.go); the balancer
+	// reads it without the lock.
+	lanes atomic.Int32
 	// free recycles the waiters' channels, so blocking allocates nothing
 	// in the steady state. Per dispatcher, not global: a channel belongs
 	// to the synctest bubble that made it. Safe without the lock.
 	free sync.Pool
+}
+
+// waiter is one submitter in line: the channel it waits on, and its lane
+// (nil without lanes).
+type waiter struct {
+	ch chan struct{}
+	l  *lane
 }
 
 // newChan returns a capacity-1 channel for a new waiter.
@@ -34,32 +47,59 @@ func (q *waiters) grow() {
 	if q.n < len(q.buf) {
 		return
 	}
-	buf := make([]chan struct{}, max(16, 2*len(q.buf)))
+	buf := make([]waiter, max(16, 2*len(q.buf)))
 	for i := range q.n {
 		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
 	}
 	q.buf, q.head = buf, 0
 }
 
-func (q *waiters) pushBack(ch chan struct{}) {
-	q.grow()
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = ch
-	q.n++
+func (q *waiters) joined(l *lane) {
+	if l != nil {
+		l.waiting++
+		q.lanes.Add(1)
+	}
 }
 
-func (q *waiters) pushFront(ch chan struct{}) {
+func (q *waiters) left(l *lane) {
+	if l != nil {
+		l.waiting--
+		q.lanes.Add(-1)
+	}
+}
+
+func (q *waiters) pushBack(ch chan struct{}, l *lane) {
+	q.grow()
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = waiter{ch, l}
+	q.n++
+	q.joined(l)
+}
+
+func (q *waiters) pushFront(ch chan struct{}, l *lane) {
 	q.grow()
 	q.head = (q.head - 1) & (len(q.buf) - 1)
-	q.buf[q.head] = ch
+	q.buf[q.head] = waiter{ch, l}
 	q.n++
+	q.joined(l)
 }
 
-func (q *waiters) popFront() chan struct{} {
-	ch := q.buf[q.head]
-	q.buf[q.head] = nil
+// wakeFront sends the first waiter its token and takes it out of line.
+func (q *waiters) wakeFront() {
+	w := q.buf[q.head]
+	q.buf[q.head] = waiter{}
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.n--
-	return ch
+	q.left(w.l)
+	wake(w)
+}
+
+// wake sends w its token; room offered to a lane's submitter counts in
+// the lane until it takes it.
+func wake(w waiter) {
+	if w.l != nil {
+		w.l.offered++
+	}
+	w.ch <- struct{}{} // capacity 1, one token per queued wait: never blocks
 }
 
 // remove takes ch out of the line, keeping the others' order; O(n), for a
@@ -67,17 +107,43 @@ func (q *waiters) popFront() chan struct{} {
 func (q *waiters) remove(ch chan struct{}) bool {
 	mask := len(q.buf) - 1
 	for i := range q.n {
-		if q.buf[(q.head+i)&mask] != ch {
+		w := q.buf[(q.head+i)&mask]
+		if w.ch != ch {
 			continue
 		}
 		for j := i; j < q.n-1; j++ {
 			q.buf[(q.head+j)&mask] = q.buf[(q.head+j+1)&mask]
 		}
-		q.buf[(q.head+q.n-1)&mask] = nil
+		q.buf[(q.head+q.n-1)&mask] = waiter{}
 		q.n--
+		q.left(w.l)
 		return true
 	}
 	return false
+}
+
+// wakeIf sends its token to every waiter ok accepts, in line order, and
+// takes them out of line, keeping the others' order; O(n). It returns how
+// many it woke.
+func (q *waiters) wakeIf(ok func(l *lane) bool) int {
+	mask := len(q.buf) - 1
+	k, woke := 0, 0
+	for i := range q.n {
+		w := q.buf[(q.head+i)&mask]
+		if ok(w.l) {
+			q.left(w.l)
+			wake(w)
+			woke++
+			continue
+		}
+		q.buf[(q.head+k)&mask] = w
+		k++
+	}
+	for i := k; i < q.n; i++ {
+		q.buf[(q.head+i)&mask] = waiter{}
+	}
+	q.n = k
+	return woke
 }
 
 // wakeAll sends every waiter its token and empties the line, returning
@@ -85,7 +151,7 @@ func (q *waiters) remove(ch chan struct{}) bool {
 func (q *waiters) wakeAll() int {
 	n := q.n
 	for q.n > 0 {
-		q.popFront() <- struct{}{} // capacity 1, one token per wait: never blocks
+		q.wakeFront()
 	}
 	return n
 }

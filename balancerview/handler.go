@@ -337,7 +337,7 @@ func unexpectedEOF(err error) error {
 // request checks that every field the op needs is present.
 func (cb controlBody) request() (ControlRequest, error) {
 	if cb.Op == nil {
-		return ControlRequest{}, errors.New(`Op is missing: "weight" or "resize"`)
+		return ControlRequest{}, errors.New(`missing Op: "weight" or "resize"`)
 	}
 	switch op := *cb.Op; op {
 	case "weight":

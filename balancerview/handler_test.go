@@ -65,7 +65,7 @@ func TestControlRefusesIncompleteOrAmbiguousBodies(t *testing.T) {
 		{`{"Op":"weight","Worker":1,"Weight":null}`, `"weight" needs Worker and Weight; missing: Weight`},
 		{`{"Op":"resize"}`, `"resize" needs Workers; missing: Workers`},
 		{`{"Op":"resize","Worker":1,"Weight":0}`, `"resize" needs Workers; missing: Workers`},
-		{`{"Worker":1,"Weight":0}`, "Op is missing"},
+		{`{"Worker":1,"Weight":0}`, "missing Op"},
 		{`{"Op":"","Worker":1,"Weight":0}`, `the op must be "weight" or "resize"`},
 		// A key twice, whatever its case (encoding/json matches either).
 		{`{"Op":"weight","Worker":1,"Worker":2,"Weight":3}`, "field Worker given twice"},

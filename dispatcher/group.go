@@ -450,7 +450,8 @@ func (g *Group[R]) failed(err error) {
 
 // Wait waits for every task submitted before it (and those the tasks
 // submit meanwhile) and returns their values in submission order, with
-// the zero value for a task that failed or never ran. Its error is the
+// the zero value for a task that failed (whatever it returned beside its
+// error, which only Results yields) or never ran. Its error is the
 // first failure, or with CollectErrors every error joined in submission
 // order; nil when every task succeeded. Wait then cancels the group's
 // context, as errgroup does. Later calls return the same slice and error.

@@ -50,9 +50,9 @@ func (g *Group[R]) finish() {
 	g.cancel(nil)
 }
 
-// results reads every kept slot once all are answered: their values
-// unless a Results range has taken them, and the group's error, from
-// them and from the failures Results yielded.
+// results reads every kept slot once all are answered: the values of
+// the tasks that succeeded unless a Results range has taken them, and
+// the group's error, from them and from the failures Results yielded.
 func (g *Group[R]) results(chunks []*groupChunk[R], count int, values bool) ([]R, error) {
 	var res []R
 	if values {
@@ -65,11 +65,13 @@ func (g *Group[R]) results(chunks []*groupChunk[R], count int, values bool) ([]R
 			if s.index < 0 {
 				continue // free, or yielded
 			}
-			if values {
-				res[s.index] = s.r.res
-			}
 			if s.r.err != nil {
+				// Wait promises the zero value for a failed task, whatever
+				// it returned beside its error: a value nobody should use,
+				// which the slice would otherwise keep alive.
 				fs = g.note(fs, s.index, s.r.err)
+			} else if values {
+				res[s.index] = s.r.res
 			}
 		}
 	}

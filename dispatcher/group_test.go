@@ -407,6 +407,39 @@ func TestGroupBadInput(t *testing.T) {
 	})
 }
 
+// TestGroupTenantNameRefused: Tenant("") and Tenant(DefaultTenant) are
+// bad options (ErrBadOption): the group runs nothing, its Go returns the
+// error, TryGo reports false, Wait returns it, and no tenant line is
+// added or fed; the same names given to a stream end it with the error.
+func TestGroupTenantNameRefused(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		for _, name := range []string{"", dispatcher.DefaultTenant} {
+			g := d.Group(context.Background(), dispatcher.Tenant(name))
+			err := g.Go(ok(1))
+			require.ErrorIs(t, err, dispatcher.ErrBadOption, "Tenant(%q): Go", name)
+			require.False(t, g.TryGo(ok(1)), "Tenant(%q)", name)
+			_, err = waitGroup(t, g, 10*time.Second)
+			require.ErrorIs(t, err, dispatcher.ErrBadOption, "Tenant(%q): Wait", name)
+			require.ErrorIs(t, context.Cause(g.Context()), dispatcher.ErrBadOption, "Tenant(%q): the context's cause", name)
+
+			var errs []error
+			within(t, 10*time.Second, "Map", func() {
+				for _, err := range dispatcher.Map(context.Background(), d, count(3, nil), square, dispatcher.MapTenant(name)) {
+					errs = append(errs, err)
+				}
+			})
+			require.Len(t, errs, 1, "MapTenant(%q)", name)
+			require.ErrorIs(t, errs[0], dispatcher.ErrBadOption, "MapTenant(%q)", name)
+		}
+		s := d.Stats()
+		require.Zero(t, s.Dispatched, "a refused group or stream submitted")
+		require.Len(t, s.Tenants, 1, "only the default tenant's line")
+		require.Equal(t, dispatcher.DefaultTenant, s.Tenants[0].Name)
+		require.Zero(t, s.Tenants[0].Completed)
+	})
+}
+
 // TestGroupCloseAbandons: tasks Close gives up on are answered with its
 // error, so Wait returns instead of waiting for them.
 func TestGroupCloseAbandons(t *testing.T) {

@@ -37,21 +37,27 @@ const (
 //
 // The input is read lazily, in the ranging goroutine, and only as fast as
 // the results are taken: at most a window of items (MapWindow; by default
-// 16 per live worker, at least 32) is read and not yet yielded, so a stream
-// of any length runs in memory bounded by the window, and a slow consumer
-// stops the input from being read (backpressure end to end). Map starts
-// no goroutine: everything that is not a task runs in the caller's.
+// 16 per live worker, at least 32) is read and not yet yielded, the item
+// the input is handing over included, so a stream of any length runs in
+// memory bounded by the window, and a slow consumer stops the input from
+// being read (backpressure end to end). Map starts no goroutine:
+// everything that is not a task runs in the caller's.
 //
 // Errors. By default a task's failure (an error, a panic as a
 // *PanicError, a runtime.Goexit as ErrTaskExited) ends the stream, as in
 // errgroup, but in input order: the results of every item before the
 // first failing one are yielded, then its error once, with the zero R;
 // then the sequence ends and the items after it still in flight are
-// cancelled. Once a task has failed no more input is read. With
+// cancelled. Once a task has failed no more input is read, so a one-shot
+// input keeps every item the stream did not take (only an item the input
+// was already handing over when the task failed is dropped). With
 // MapContinueOnError a task's error is yielded beside its item (with
-// what the task returned) and the stream goes on. In both modes the stream ends, after yielding the error,
-// when ctx ends (ctx's error) or a submit is refused (ErrClosed once
-// Close has begun, ErrDeadlineUnmeetable under WithDeadlineAdmission).
+// what the task returned) and the stream goes on. In both modes the
+// stream ends, after yielding the error, when ctx ends (ctx's error) or
+// a submit is refused (ErrClosed once Close has begun,
+// ErrDeadlineUnmeetable under WithDeadlineAdmission). The end of ctx
+// ends it at once, whatever is queued: the items not yet started are
+// dropped as at a break, below, and only running tasks are waited for.
 //
 // Bad input yields one (zero, err) and ends, without reading the input:
 // a Dispatcher not made by New (ErrNotStarted), a nil ctx (ErrNilContext),
@@ -63,11 +69,11 @@ const (
 // Stopping. Leaving the range early (break, return, a panic in the loop
 // body) cancels the items in flight and returns only once none of them is
 // left running: items not yet started never run (the range does not wait
-// for their turn at a worker); running tasks should return when their
-// context ends (the range waits for them). A
-// panic in in itself (or in the MapKey function) is re-panicked in the
-// ranging goroutine, as Go iterators do, after the same cancel and wait;
-// it never reaches a worker.
+// for their turn at a worker, and the dispatcher still answers each of
+// them once, into a slot nobody reads); running tasks should return when
+// their context ends (the range waits for them). A panic in in itself (or
+// in the MapKey function) is re-panicked in the ranging goroutine, as Go
+// iterators do, after the same cancel and wait; it never reaches a worker.
 //
 // Each range over the returned sequence is a new run that reads in again.
 // The stream is a tenant, as a Group is: MapTenant names it in
@@ -115,9 +121,10 @@ type mapOptionFunc func(*mapConfig)
 func (f mapOptionFunc) applyMap(c *mapConfig) { f(c) }
 
 // MapWindow sets how many items may be read from the input and not yet
-// yielded: submitted, running, or answered and waiting for their turn in
-// input order. n must be at least 1 (ErrBadWindow); 1 runs one item at a
-// time.
+// yielded: being handed over by the input, submitted, running, or
+// answered and waiting for their turn in input order. n must be at least
+// 1 (ErrBadWindow); 1 runs one item at a time, and reads the next only
+// once the last is yielded.
 func MapWindow(n int) MapOption {
 	return mapOptionFunc(func(c *mapConfig) {
 		if n < 1 {
@@ -155,6 +162,9 @@ func MapPriority(p int) MapOption {
 }
 
 // MapTenant names the stream in Stats.Tenants (MapTenantName without it).
+// As with Tenant, MapTenant("") and MapTenant(DefaultTenant) are refused
+// with ErrBadOption: the stream yields that error once and ends without
+// reading the input.
 func MapTenant(name string) MapOption {
 	return mapOptionFunc(func(c *mapConfig) {
 		if err := checkTenantName(name); err != nil {
@@ -314,14 +324,22 @@ func (m *mapRun[T, R]) run(in iter.Seq[T], yield func(R, error) bool) {
 	defer m.stop()
 	w := len(m.slots)
 	for item := range in {
+		// The failure or the end may have come while the input made this
+		// item: it is dropped, as nothing from here on will be yielded.
+		if m.failed.Load() || m.ctx.Err() != nil {
+			break
+		}
+		if !m.submit(item) {
+			break // refused: its error is its answer, yielded in turn
+		}
+		// Room is made before the next read, not after it: an item read
+		// counts against the window while the input hands it over, and
+		// one read into a full window would be lost to a failure.
 		if m.tail-m.head == w && !m.emit(yield) {
 			return
 		}
 		if m.failed.Load() || m.ctx.Err() != nil {
-			break // nothing past the failure will be yielded
-		}
-		if !m.submit(item) {
-			break // refused: its error is its answer, yielded in turn
+			break // read nothing that could not be yielded
 		}
 	}
 	for m.head < m.tail {
@@ -357,23 +375,35 @@ func (m *mapRun[T, R]) submit(item T) bool {
 }
 
 // wait takes the answer of the oldest item in flight and frees its slot.
-func (m *mapRun[T, R]) wait() (v R, err error, refused bool) {
+// It gives up when ended is closed first (ok false), leaving the slot to
+// stop: the item may be queued behind work of any length, and stop drops
+// it if it has not started.
+func (m *mapRun[T, R]) wait(ended <-chan struct{}) (v R, refused, ok bool, err error) {
 	var zero R
 	var zt T
 	s := &m.slots[m.head%len(m.slots)]
-	m.head++
-	if !s.refused {
+	switch {
+	case s.refused:
+	case ended == nil: // a context that never ends: no select per item
 		<-s.r.done
+	default:
+		select {
+		case <-s.r.done:
+		case <-ended:
+			return zero, false, false, nil
+		}
 	}
+	m.head++
 	v, err, refused = s.r.res, s.r.err, s.refused
 	s.r.res, s.r.err, s.r.ctx, s.r.fn, s.r.owner, s.refused, s.item = zero, nil, nil, nil, nil, false, zt
-	return v, err, refused
+	return v, refused, true, err
 }
 
 // emit yields the oldest item's result, and reports whether the stream
-// goes on.
+// goes on. The end of ctx ends it at once, answered or not.
 func (m *mapRun[T, R]) emit(yield func(R, error) bool) bool {
-	v, err, refused := m.wait()
+	// wait gives up only once ctx has ended, which the check below sees.
+	v, refused, _, err := m.wait(m.ctx.Done())
 	var zero R
 	if cerr := m.ctx.Err(); cerr != nil {
 		yield(zero, cerr)
@@ -405,6 +435,6 @@ func (m *mapRun[T, R]) stop() {
 			m.head++
 			continue
 		}
-		m.wait()
+		m.wait(nil)
 	}
 }

@@ -138,6 +138,11 @@ func checkTenantName(name string) error {
 // Tenant names the group in Stats.Tenants: groups of one name add up to
 // one line. Without it a group counts under "group". The name is not
 // shown anywhere else.
+//
+// Tenant("") and Tenant(DefaultTenant) are refused with ErrBadOption, as
+// a bad option is (every Go returns the error, TryGo reports false, Wait
+// returns it): an empty name would read as no name, and the default
+// tenant's line is kept for the requests outside any group or stream.
 func Tenant(name string) GroupOption {
 	return groupOptionFunc(func(c *groupConfig) {
 		if err := checkTenantName(name); err != nil {

@@ -68,6 +68,19 @@ var tenantsImpls = []tenantsImpl{
 	{"balancer-deadline", true, balancerTenants(dispatcher.ByDeadline, true)},
 	{"balancer-fair", false, balancerTenants(dispatcher.Fair, true)},
 	{"balancer-idle", false, balancerTenants(dispatcher.FIFO, false)},
+	// Unlimited: the background is what a user writes first, a fan-out
+	// group with no Limit on the default intake, fed as fast as Go takes
+	// its tasks: it fills the intake, and the interactive tenant gets in
+	// only through its lane. Per engine, against the idle baseline of
+	// the same engine.
+	{"unlimited-priority/engine=channels", false, unlimitedTenants(dispatcher.ByPriority, dispatcher.Channels, true)},
+	{"unlimited-deadline/engine=channels", true, unlimitedTenants(dispatcher.ByDeadline, dispatcher.Channels, true)},
+	{"unlimited-fair/engine=channels", false, unlimitedTenants(dispatcher.Fair, dispatcher.Channels, true)},
+	{"unlimited-idle/engine=channels", false, unlimitedTenants(dispatcher.FIFO, dispatcher.Channels, false)},
+	{"unlimited-priority/engine=rings", false, unlimitedTenants(dispatcher.ByPriority, dispatcher.Rings, true)},
+	{"unlimited-deadline/engine=rings", true, unlimitedTenants(dispatcher.ByDeadline, dispatcher.Rings, true)},
+	{"unlimited-fair/engine=rings", false, unlimitedTenants(dispatcher.Fair, dispatcher.Rings, true)},
+	{"unlimited-idle/engine=rings", false, unlimitedTenants(dispatcher.FIFO, dispatcher.Rings, false)},
 	{"pond", false, pondTenants},
 	{"errgroup", false, errgroupTenants},
 }
@@ -81,6 +94,18 @@ var tenantsImpls = []tenantsImpl{
 // Without background (the idle baseline) the dispatcher runs only the
 // interactive groups.
 func balancerTenants(s dispatcher.Schedule, background bool) func(int, *tenantsBackground, func()) (func() error, func()) {
+	return tenantsOn(s, background, []dispatcher.Option{dispatcher.WithIntakeBuffer(tenantsBacklog + 64)}, dispatcher.Limit(tenantsBacklog))
+}
+
+// unlimitedTenants is balancerTenants with the background unlimited, on
+// engine e with its default intake.
+func unlimitedTenants(s dispatcher.Schedule, e dispatcher.Engine, background bool) func(int, *tenantsBackground, func()) (func() error, func()) {
+	return tenantsOn(s, background, []dispatcher.Option{dispatcher.WithEngine(e)})
+}
+
+// tenantsOn builds the dispatcher with opts beside the schedule, the
+// background group with bgLimit (none: unlimited).
+func tenantsOn(s dispatcher.Schedule, background bool, opts []dispatcher.Option, bgLimit ...dispatcher.GroupOption) func(int, *tenantsBackground, func()) (func() error, func()) {
 	return func(w int, bg *tenantsBackground, ia func()) (func() error, func()) {
 		// The intake holds the whole backlog, so the schedule chooses
 		// among all of it; with the default (w × 256) the background's
@@ -89,13 +114,13 @@ func balancerTenants(s dispatcher.Schedule, background bool) func(int, *tenantsB
 		// a tenant that fills the intake makes every other wait in line
 		// behind its submitter, whatever the schedule (the intake bound
 		// is shared; Limit is what keeps one tenant from taking it all).
-		d, err := dispatcher.New[struct{}](dispatcher.WithWorkers(w), dispatcher.WithSchedule(s),
-			dispatcher.WithIntakeBuffer(tenantsBacklog+64))
+		d, err := dispatcher.New[struct{}](append([]dispatcher.Option{dispatcher.WithWorkers(w), dispatcher.WithSchedule(s)}, opts...)...)
 		if err != nil {
 			panic(err) // static options: a programming error
 		}
 		var bgOpts, iaOpts []dispatcher.GroupOption
-		bgOpts = append(bgOpts, dispatcher.Tenant("background"), dispatcher.Limit(tenantsBacklog))
+		bgOpts = append(bgOpts, dispatcher.Tenant("background"))
+		bgOpts = append(bgOpts, bgLimit...)
 		iaOpts = append(iaOpts, dispatcher.Tenant("interactive"))
 		if s == dispatcher.Fair {
 			bgOpts = append(bgOpts, dispatcher.Share(1))

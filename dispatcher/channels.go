@@ -143,7 +143,7 @@ func (e *channels[R]) accepting() bool {
 		// beside those already taken. O(workers), as on rings.
 		return b.sched.len() < b.freeSlots()
 	}
-	return b.sched.len() < e.in.bound(b.lanes)
+	return b.sched.len() < e.in.bound()
 }
 func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 	return e.pool.Worker(i).TryTake()

@@ -25,7 +25,7 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 	if e.runs == nil {
 		return e.rendezvous(ctx, r, block)
 	}
-	l, w := e.d.book.laneOf(e.d.b.lanes, r.tenant, r.prio)
+	l, w := e.d.book.laneOf(e.in.mode, r.tenant, r.prio)
 	if err := e.in.admit(ctx, l, w, block, &e.d.life, e); err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
 	in := &e.in
 	if e.runs != nil {
-		l, w := e.d.book.laneOf(e.d.b.lanes, nil, m.prio)
+		l, w := e.d.book.laneOf(e.in.mode, nil, m.prio)
 		if err := in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func (e *channels[R]) settle(idle bool) {
 	if idle && in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
-	in.offerLanes()
+	in.offerLanes(idle)
 	in.mu.Unlock()
 }
 
@@ -140,7 +140,7 @@ func (e *channels[R]) settleLocked() {
 	if in.offerDue() {
 		in.offer()
 	}
-	in.offerLanes()
+	in.offerLanes(false)
 }
 
 // intakeEmpty reports whether nothing accepted waits in the intake. The

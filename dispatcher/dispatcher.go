@@ -168,9 +168,9 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d.b.init(strat, d.eng, depth, base, budget, weights)
 	d.b.book = d.book
 	d.b.sched = newScheduler[R](c.schedule, d.book)
-	d.b.lanes = lanesFor(c.schedule)
-	if d.b.laneIn == nil || d.b.laneIn.cap == 0 {
-		d.b.lanes = lanesOff // Pike's rendezvous: nothing waits for room in a buffer
+	if in := d.b.laneIn; in != nil && in.cap > 0 { // without a buffer (Pike's rendezvous) nothing waits for room
+		d.b.lanes = lanesFor(c.schedule)
+		in.mode = d.b.lanes
 	}
 	go d.eng.loop()
 	return d, nil

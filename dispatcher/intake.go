@@ -38,12 +38,16 @@ type intake[R any] struct {
 	// request left a lane while submitters of lanes waited in line.
 	lanes   []*lane
 	laneDue atomic.Bool
+	mode    laneMode // which flows have lanes; set by New, read by submitters
 }
 
 // account tells the intake that left requests in all have left the
 // accepted state, so n drops by those since the last call. Called by the
 // balancer with mu held.
 func (in *intake[R]) account(left int64) {
+	if left != in.left && in.waitq.lanes.Load() > 0 {
+		in.laneDue.Store(true) // room in the second buffer may be back
+	}
 	in.n -= int(left - in.left)
 	in.left = left
 }
@@ -98,10 +102,13 @@ func (in *intake[R]) leaveLine(ch chan struct{}, l *lane) {
 		in.offered--
 		if l != nil {
 			l.offered--
-			in.laneDue.Store(true)
-			in.offerLanes()
 		}
 		in.offer()
+	}
+	if l != nil {
+		// Its lane's offer, or its weight, may be someone else's room now.
+		in.laneDue.Store(true)
+		in.offerLanes(false)
 	}
 	in.mu.Unlock()
 	in.waitq.recycle(ch)
@@ -121,7 +128,7 @@ func (in *intake[R]) wakeAll() {
 func (in *intake[R]) admit(ctx context.Context, l *lane, w int, block bool, life *atomic.Int32, k interface{ kick() }) error {
 	in.mu.Lock()
 	offered := false
-	for life.Load() == lifeOpen && !in.admits() && (l == nil || !in.laneAdmits(l, w)) {
+	for life.Load() == lifeOpen && !in.admits() && (l == nil || !in.laneAdmits(l, w, !offered)) {
 		if !block {
 			in.mu.Unlock()
 			return ErrBusy

@@ -10,24 +10,28 @@ import "sync/atomic"
 // Priority; the schedule only ever sees what got in. So under those
 // schedules each flow has a lane, its part of the buffer by the weight the
 // schedule gives it (a tenant's Share under Fair, 2^p for class p under
-// ByPriority, one per tenant under ByDeadline), shared among the lanes
-// holding requests:
+// ByPriority, one per tenant under ByDeadline; a tenant is a Group, or
+// a Map run, or the default one), shared among the lanes holding
+// requests:
 //
 //	part(l) = max(1, ⌊cap · w(l) / W⌋),  W = Σ w over the lanes holding requests and l
 //
 // A request is admitted when the buffer has room, as under FIFO, or when
-// its lane holds fewer than its part: a tenant that arrives beside a
-// flooder gets in at once, without waiting for the flooder's backlog to
-// drain. The second way in is bounded by a second buffer (in all 2·cap
-// accepted at most), so memory stays bounded by the buffer whatever the
-// number of lanes. A submitter whose lane has room waits in line no
-// longer: the balancer offers it room as soon as its lane drops below its
-// part, ahead of those in front of it whose lanes are full.
+// another lane holds requests and its own holds fewer than its part: a
+// tenant that arrives beside a flooder gets in at once, without waiting
+// for the flooder's backlog to drain. The second way in is bounded by a
+// second buffer (in all 2·cap accepted at most), so memory stays bounded
+// by the buffer whatever the number of lanes. A newcomer does not take
+// its lane's room past a submitter of the same lane already in line; the
+// balancer offers room to those in line whose lanes have it, first in
+// line first, whenever room may have come back (a request left a lane or
+// the buffer, a waiter left the line) and before it parks, ahead of those
+// in front of them whose lanes are full.
 
-// lane is one flow's part of the intake: a tenant's (by name) or a
-// priority class's. held is written by submitters under the intake's lock
-// (admit) and by the balancer (a request leaving the schedule), so it is
-// atomic; the rest is under the intake's lock.
+// lane is one flow's part of the intake: a tenant's or a priority
+// class's. held is written by submitters under the intake's lock (admit)
+// and by the balancer (a request leaving the schedule), so it is atomic;
+// the rest is under the intake's lock.
 type lane struct {
 	held    atomic.Int64 // accepted and not yet handed out (or answered)
 	weight  int          // the schedule's weight for it, set at admission
@@ -58,32 +62,35 @@ func lanesFor(s Schedule) laneMode {
 }
 
 // laneOf returns the lane of a request of tenant t (nil: the default) and
-// class prio, with its weight, or nil when lanes are off.
+// class prio, with its weight, or nil when lanes are off. A lane is a
+// tenant's, not a name's: Fair shares among groups, and every group
+// without a Tenant name has the same one.
 func (b *tenantBook) laneOf(mode laneMode, t *tenant, prio uint8) (*lane, int) {
 	switch mode {
 	case lanesByTenant:
 		if t == nil {
 			t = b.def
 		}
-		return &t.stats.lane, t.share
+		return &t.lane, t.share
 	case lanesByClass:
-		return &b.classes[prio].lane, 1 << prio
+		return &b.classLanes[prio], 1 << prio
 	}
 	return nil, 0
 }
 
 // bound is the most requests the intake admits: twice its buffer with
 // lanes (the second buffer is for lanes under their parts).
-func (in *intake[R]) bound(m laneMode) int {
-	if m == lanesOff {
+func (in *intake[R]) bound() int {
+	if in.mode == lanesOff {
 		return in.cap
 	}
 	return 2 * in.cap
 }
 
-// part is lane l's part of the buffer now. Called with mu held.
-func (in *intake[R]) part(l *lane, w int) int {
-	sum := w
+// weights drops from the list the lanes that hold nothing and have nobody
+// in line, and returns the others' summed weight and their number. Called
+// with mu held.
+func (in *intake[R]) weights() (sum, n int) {
 	keep := in.lanes[:0]
 	for _, x := range in.lanes {
 		if x.held.Load() == 0 && x.waiting == 0 && x.offered == 0 {
@@ -91,20 +98,33 @@ func (in *intake[R]) part(l *lane, w int) int {
 			continue
 		}
 		keep = append(keep, x)
-		if x != l {
-			sum += x.weight
-		}
+		sum += x.weight
 	}
 	clear(in.lanes[len(keep):])
 	in.lanes = keep
-	return max(1, int(int64(in.cap)*int64(w)/int64(sum)))
+	return sum, len(keep)
 }
 
-// laneAdmits reports whether lane l may take one more request beyond a full
-// buffer: it holds less than its part, counting room offered to its line,
-// and the second buffer has room. Called with mu held.
-func (in *intake[R]) laneAdmits(l *lane, w int) bool {
-	return in.n+in.offered < 2*in.cap && int(l.held.Load())+l.offered < in.part(l, w)
+// partOf is a lane's part of the buffer, of weight w among lanes weighing
+// sum in all (its own included).
+func (in *intake[R]) partOf(w, sum int) int {
+	return max(1, int(int64(in.cap)*int64(w)/int64(max(sum, 1))))
+}
+
+// laneAdmits reports whether a request of lane l (weight w) may come in
+// beyond a full buffer: the second buffer has room, another lane holds
+// requests (alone, l's part is the buffer itself), l holds less than its
+// part counting room offered to its line, and, for a newcomer, nobody of
+// l waits in line already. Called with mu held.
+func (in *intake[R]) laneAdmits(l *lane, w int, newcomer bool) bool {
+	if in.n+in.offered >= 2*in.cap || newcomer && l.waiting > 0 {
+		return false
+	}
+	sum, n := in.weights()
+	if l.active {
+		sum, n = sum-l.weight, n-1
+	}
+	return n > 0 && int(l.held.Load())+l.offered < in.partOf(w, sum+w)
 }
 
 // enter counts an admitted request in lane l. Called with mu held.
@@ -122,29 +142,42 @@ func (in *intake[R]) activate(l *lane) {
 	}
 }
 
-// leave is the balancer's side: a request of lane l left the schedule. If
-// submitters wait in line for a lane, the intake looks at the line at the
-// balancer's next offer (offerLanes).
+// leave is the balancer's side: a request of lane l left the schedule. The
+// intake looks at its line at the balancer's next offer (offerLanes); the
+// flag is set whether or not anyone waits now, since a submitter may be
+// on its way into the line with the count it read before this.
 func (in *intake[R]) leave(l *lane) {
 	l.held.Add(-1)
-	if in.waitq.lanes.Load() > 0 {
+	if !in.laneDue.Load() {
 		in.laneDue.Store(true)
 	}
 }
 
 // offerLanes offers room to the submitters in line whose lanes have room,
-// first in line first, when a request left a lane since the last look.
-// Called with mu held, by the balancer.
-func (in *intake[R]) offerLanes() {
-	if !in.laneDue.Load() {
+// first in line first, when room may have come back since the last look
+// (laneDue) or when force (the balancer is about to park: nothing it does
+// later would look). One pass over the line; each lane's part is worked
+// out once. Called with mu held, by the balancer.
+func (in *intake[R]) offerLanes(force bool) {
+	if !in.laneDue.Load() && !force {
 		return
 	}
 	in.laneDue.Store(false)
-	in.waitq.wakeIf(func(l *lane) bool {
-		if l == nil || !in.laneAdmits(l, l.weight) {
-			return false
+	if in.waitq.lanes.Load() == 0 {
+		return
+	}
+	sum, n := in.weights()
+	if n < 2 {
+		return // a lane alone has the buffer, which offer hands out
+	}
+	in.waitq.wakeIf(func(l *lane) (wake, more bool) {
+		if in.n+in.offered >= 2*in.cap {
+			return false, false
+		}
+		if l == nil || int(l.held.Load())+l.offered >= in.partOf(l.weight, sum) {
+			return false, true
 		}
 		in.offered++
-		return true
+		return true, true
 	})
 }

@@ -49,6 +49,7 @@ func laneBesideFlood(t *testing.T, eng dispatcher.Engine, s dispatcher.Schedule)
 		})
 	}
 	require.Eventually(t, func() bool { return d.Stats().Blocked >= 4 }, 5*time.Second, time.Millisecond, "the flood waits in line")
+	assert.LessOrEqual(t, d.Stats().Queued, intake, "a flow alone has the buffer, no more")
 
 	ui := d.Group(context.Background(), dispatcher.Tenant("interactive"))
 	try := func(v int) bool {
@@ -127,5 +128,45 @@ func TestLaneFairSplitWithoutLimit(t *testing.T) {
 		ratio := float64(u) / float64(b)
 		t.Logf("%v: interactive %d, background %d hand-outs: %.2f : 1", eng, u, b, ratio)
 		assert.InDelta(t, 4, ratio, 0.4, "Share(4) against Share(1)")
+	})
+}
+
+// Fair schedules each Group as its own tenant, and every group without
+// Tenant(...) is named "group": lanes are the groups', not the names', so
+// an unnamed interactive group beside an unnamed flooding group gets in
+// (with lanes by name it shared the flooder's lane and waited behind it).
+// TestLaneAdmitsBesideAFlood with the names dropped.
+func TestLaneUnnamedGroupsHaveLanesOfTheirOwn(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		within(t, 10*time.Second, "unnamed flood and interactive", func() {
+			const intake = 16
+			d, err := dispatcher.New[int](dispatcher.WithWorkers(1), dispatcher.WithEngine(eng),
+				dispatcher.WithSchedule(dispatcher.Fair), dispatcher.WithIntakeBuffer(intake))
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer func() { assert.NoError(t, d.Close(context.Background())) }()
+			defer cancel()
+
+			release := make(chan struct{})
+			flood := d.Group(ctx) // no Tenant: counts under "group"
+			task := func(context.Context) (int, error) { <-release; return 1, nil }
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for flood.Go(task) == nil {
+					}
+				})
+			}
+			require.Eventually(t, func() bool { return d.Stats().Blocked >= 4 }, 5*time.Second, time.Millisecond)
+
+			ui := d.Group(context.Background(), dispatcher.Share(4)) // a tenant of its own to Fair
+			got := ui.TryGo(func(context.Context) (int, error) { return 7, nil })
+			close(release)
+			cancel()
+			wg.Wait()
+			_, _ = flood.Wait()
+			_, _ = ui.Wait()
+			assert.True(t, got, "the interactive group has a lane of its own")
+		})
 	})
 }

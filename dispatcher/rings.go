@@ -169,7 +169,7 @@ func (e *rings[R]) loop() {
 		if in.offerDue() {
 			in.offer()
 		}
-		in.offerLanes()
+		in.offerLanes(false)
 		// The intake is fenced once the lifecycle leaves open (under mu).
 		exit := b.seen >= lifeDraining && len(in.q) == 0 && e.next == len(e.backlog) && b.drained()
 		in.mu.Unlock()
@@ -202,7 +202,7 @@ func (e *rings[R]) park() {
 	if in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
-	in.offerLanes()
+	in.offerLanes(true)
 	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
 		(b.sched != nil && b.sched.len() > 0) ||
 		in.waitq.n > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)

@@ -7,7 +7,7 @@ import (
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
 func (e *rings[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
-	l, w := e.d.book.laneOf(e.d.b.lanes, r.tenant, r.prio)
+	l, w := e.d.book.laneOf(e.in.mode, r.tenant, r.prio)
 	if err := e.in.admit(ctx, l, w, block, &e.d.life, e); err != nil {
 		return err
 	}
@@ -19,7 +19,7 @@ func (e *rings[R]) enqueue(ctx context.Context, r *request[R], block bool) error
 // submit takes anyway, so nothing is allocated or recycled unless the
 // request is accepted.
 func (e *rings[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
-	l, w := e.d.book.laneOf(e.d.b.lanes, nil, m.prio)
+	l, w := e.d.book.laneOf(e.in.mode, nil, m.prio)
 	if err := e.in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
 		return err
 	}

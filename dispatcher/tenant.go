@@ -21,6 +21,7 @@ type tenant struct {
 	share  int
 	member int // index in the fair queue's swrr, -1 when not in it; balancer only
 	stats  *flowStats
+	lane   lane // its part of the intake under Fair and ByDeadline (lanes.go)
 }
 
 // flowStats counts one tenant name's or one priority class's requests.
@@ -36,8 +37,6 @@ type flowStats struct {
 	// default tenant and the eight classes were 135 KB that every New
 	// allocated and zeroed, most of it never used.
 	wait atomic.Pointer[latency]
-	// lane is the flow's part of the intake under a schedule (lanes.go).
-	lane lane
 }
 
 // recordWait adds one sampled wait. Worker goroutines.
@@ -65,6 +64,9 @@ func (f *flowStats) waitStats() LatencyStats {
 type tenantBook struct {
 	def     *tenant
 	classes [MaxPriority + 1]flowStats
+	// classLanes are the classes' parts of the intake under ByPriority
+	// (lanes.go).
+	classLanes [MaxPriority + 1]lane
 
 	mu    sync.Mutex
 	names map[string]*flowStats

@@ -122,25 +122,34 @@ func (q *waiters) remove(ch chan struct{}) bool {
 	return false
 }
 
-// wakeIf sends its token to every waiter ok accepts, in line order, and
-// takes them out of line, keeping the others' order; O(n). It returns how
-// many it woke.
-func (q *waiters) wakeIf(ok func(l *lane) bool) int {
+// wakeIf sends its token to every waiter ok accepts, in line order, until
+// ok says no more, and takes them out of line, keeping the others' order;
+// O(n). It returns how many it woke.
+func (q *waiters) wakeIf(ok func(l *lane) (wake, more bool)) int {
 	mask := len(q.buf) - 1
-	k, woke := 0, 0
-	for i := range q.n {
+	k, woke, i := 0, 0, 0
+	for ; i < q.n; i++ {
 		w := q.buf[(q.head+i)&mask]
-		if ok(w.l) {
+		wakeIt, more := ok(w.l)
+		if wakeIt {
 			q.left(w.l)
 			wake(w)
 			woke++
-			continue
+		} else {
+			q.buf[(q.head+k)&mask] = w
+			k++
 		}
-		q.buf[(q.head+k)&mask] = w
+		if !more {
+			i++
+			break
+		}
+	}
+	for ; i < q.n; i++ { // the rest, unlooked at, close up
+		q.buf[(q.head+k)&mask] = q.buf[(q.head+i)&mask]
 		k++
 	}
-	for i := k; i < q.n; i++ {
-		q.buf[(q.head+i)&mask] = waiter{}
+	for j := k; j < q.n; j++ {
+		q.buf[(q.head+j)&mask] = waiter{}
 	}
 	q.n = k
 	return woke

@@ -59,7 +59,7 @@ func TestWaitersWakeIf(t *testing.T) {
 	require.Equal(t, 3, flood.waiting)
 	require.Equal(t, 2, quiet.waiting)
 
-	require.Equal(t, 2, q.wakeIf(func(l *lane) bool { return l == &quiet }))
+	require.Equal(t, 2, q.wakeIf(func(l *lane) (bool, bool) { return l == &quiet, true }))
 	require.Len(t, chans[1], 1)
 	require.Len(t, chans[4], 1)
 	require.Zero(t, quiet.waiting)

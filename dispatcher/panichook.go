@@ -27,15 +27,17 @@ func WithPanicHandler(h func(*PanicError)) Option {
 // request done and answers it. Counting after the handler keeps the worker
 // busy while the handler runs: the balancer sends it nothing more (a full
 // worker is never sent to), so a slow handler delays its own worker only.
-func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count func()) {
+func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count, exiting func()) {
 	d.panics.Add(1)
 	d.finished(r)
 	pe := &PanicError{Value: v, Stack: stack}
 	answered := false
 	defer func() {
 		// The handler called runtime.Goexit: answer on the way out (the
-		// worker's respawn replaces the goroutine afterwards).
+		// worker's respawn replaces the goroutine afterwards; it is
+		// counted first, so Stats read after the answer has it).
 		if !answered {
+			exiting()
 			count()
 			d.replyErr(r, pe)
 		}

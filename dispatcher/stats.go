@@ -31,7 +31,7 @@ type Stats struct {
 	Pending          int   // requests at workers now
 	Held             bool  // a request waits for its picked worker's room
 	Stalls           int64 // picks that found the worker full and waited
-	Replaced         int64 // worker goroutines replaced after a task's (or a panic handler's) Goexit
+	Replaced         int64 // worker goroutines replaced after a task's (or a panic handler's) Goexit, counted before that request is answered
 	Panics           int64 // tasks that panicked (answered with a *PanicError, or dropped for Go)
 	Goexits          int64 // tasks that called runtime.Goexit (answered with ErrTaskExited)
 	Canceled         int64 // requests answered with their context's error instead of running

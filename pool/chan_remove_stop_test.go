@@ -28,7 +28,7 @@ func TestChanRemoveThenStop(t *testing.T) {
 			ran.Add(1)
 			count()
 		},
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 		Exited:   func(int) {},
 	}
 	p := pool.New(3, func(i int, spawn func(func())) *worker.Chan[int] {

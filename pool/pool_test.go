@@ -27,7 +27,7 @@ func newPool(n int, sum *atomic.Int64) *pool.Pool[*worker.Worker[int]] {
 			sum.Add(int64(item))
 			count()
 		},
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 		Exited:   func(int) {},
 	})
 }
@@ -126,7 +126,7 @@ func TestTryTake(t *testing.T) {
 	p := newPoolOf(1, worker.Config[int]{
 		Depth:    4,
 		Run:      func(item int, count func()) { <-gate; sum.Add(int64(item)); count() },
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 		Exited:   func(int) {},
 	})
 	w := p.Worker(0)

@@ -31,6 +31,7 @@ type Chan[T any] struct {
 	slots    []T
 	index    int
 	count    func() // w.finish as a value, made once: no allocation per item
+	leaving  func() // w.exiting as a value, made once: no allocation per item
 	stopped  chan struct{}
 	replaced atomic.Int64
 
@@ -60,6 +61,7 @@ type Chan[T any] struct {
 	quiet   bool // the current item is quiet (Config.Quiet)
 	held    int  // finished items not yet reported
 	exit    bool
+	early   bool // the Goexit that ends this goroutine is counted already
 	start   time.Time
 	_       pad
 }
@@ -96,6 +98,7 @@ func NewChan[T any](cfg Config[T], index int, done chan<- Done) *Chan[T] {
 		stopped: make(chan struct{}),
 	}
 	w.count = w.finish
+	w.leaving = w.exiting
 	return w
 }
 
@@ -217,7 +220,7 @@ func (w *Chan[T]) loop() {
 		}
 		w.counted = false
 		w.quiet = w.cfg.Quiet != nil && w.cfg.Quiet(item)
-		contain(&w.cfg, item, w.count)
+		contain(&w.cfg, item, w.count, w.leaving)
 		w.finish()
 	}
 }
@@ -259,9 +262,18 @@ func (w *Chan[T]) queued() int { return w.cur.n + len(w.in) }
 // respawn: see Worker.respawn.
 func (w *Chan[T]) respawn() {
 	if !w.exit {
-		w.replaced.Add(1)
+		if !w.early {
+			w.replaced.Add(1)
+		}
+		w.early = false
 		w.cfg.Spawn(w.loop)
 	}
+}
+
+// exiting: see Worker.exiting.
+func (w *Chan[T]) exiting() {
+	w.replaced.Add(1)
+	w.early = true
 }
 
 // finish reports the current item once on the completion channel, with

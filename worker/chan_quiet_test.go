@@ -30,7 +30,7 @@ func quietChan(t *testing.T, depth int, gate chan struct{}, entered ...chan stru
 			ran = append(ran, item)
 			count()
 		},
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 		Exited:   func(int) {},
 		Quiet:    func(item int) bool { return item%2 == 0 },
 		Spawn:    func(f func()) { wg.Go(f) },
@@ -185,7 +185,7 @@ func allQuietChan(depth int, run func(item int)) (*worker.Chan[int], chan worker
 	w := worker.NewChan(worker.Config[int]{
 		Depth:    depth,
 		Run:      func(item int, count func()) { run(item); count() },
-		Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+		Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 		Exited:   func(int) {},
 		Quiet:    func(int) bool { return true },
 		Spawn:    func(f func()) { wg.Go(f) },

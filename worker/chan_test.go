@@ -34,7 +34,7 @@ func newChan(t *testing.T, depth, completion int, run func(int)) *chanHarness {
 	h.w = worker.NewChan(worker.Config[int]{
 		Depth:    depth,
 		Run:      func(item int, count func()) { run(item); count(); record(item, "ran") },
-		Panicked: func(item int, _ any, _ []byte, count func()) { count(); record(item, "panicked") },
+		Panicked: func(item int, _ any, _ []byte, count, _ func()) { count(); record(item, "panicked") },
 		Exited:   func(item int) { record(item, "exited") },
 		Spawn:    func(f func()) { h.wg.Go(f) },
 	}, 3, h.done)

@@ -45,7 +45,7 @@ func TestStopHook(t *testing.T) {
 			cfg := worker.Config[int]{
 				Depth:    2,
 				Run:      func(item int, count func()) { count(); runtime.Goexit() },
-				Panicked: func(_ int, _ any, _ []byte, count func()) { count() },
+				Panicked: func(_ int, _ any, _ []byte, count, _ func()) { count() },
 				Exited:   func(int) {},
 				Spawn:    func(f func()) { wg.Go(f) },
 				Stop:     func() { stops.Add(1) },

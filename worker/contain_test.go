@@ -37,7 +37,7 @@ func containWorker(depth int, run func(int)) (*worker.Worker[int], *outcomes, *s
 			o.ran[item]++
 			o.mu.Unlock()
 		},
-		Panicked: func(item int, v any, stack []byte, count func()) {
+		Panicked: func(item int, v any, stack []byte, count, _ func()) {
 			o.mu.Lock()
 			o.panicked[item], o.stacks[item] = v, string(stack)
 			o.mu.Unlock()

@@ -31,10 +31,12 @@ type Config[T any] struct {
 	// Panicked answers an item whose Run panicked with value v. The item
 	// is not yet counted: Panicked calls count once, before the answer,
 	// so the worker stays busy, for the producer too, until whatever
-	// Panicked does first (a panic handler, say) has returned.
-	Panicked func(item T, v any, stack []byte, count func())
+	// Panicked does first (a panic handler, say) has returned. If what it
+	// does calls runtime.Goexit, Panicked calls exiting before count, so
+	// Replaced has the replacement before anyone sees the answer.
+	Panicked func(item T, v any, stack []byte, count, exiting func())
 	// Exited answers an item whose Run called runtime.Goexit. The item is
-	// already counted.
+	// already counted, and the goroutine's replacement too (Replaced).
 	Exited func(item T)
 	// Completed, if set, is called after each finished item has been
 	// counted, with a lower bound of the items still queued behind it, so
@@ -75,6 +77,7 @@ type Worker[T any] struct {
 	wake     chan struct{} // capacity 1: a token per successful wake
 	stopped  chan struct{}
 	count    func() // w.finish as a value, made once: no allocation per item
+	leaving  func() // w.exiting as a value, made once: no allocation per item
 	replaced atomic.Int64
 
 	// Written by the producer, read by the worker once per run of items.
@@ -96,6 +99,7 @@ type Worker[T any] struct {
 	ran     int           // items since the busy time was last published
 	counted bool          // the current item has been counted
 	exit    bool          // the loop stopped normally: no replacement
+	early   bool          // the Goexit that ends this goroutine is counted already
 	start   time.Time
 	_       pad
 }
@@ -117,6 +121,7 @@ func New[T any](cfg Config[T]) *Worker[T] {
 		stopped: make(chan struct{}),
 	}
 	w.count = w.finish
+	w.leaving = w.exiting
 	return w
 }
 
@@ -235,7 +240,7 @@ func (w *Worker[T]) loop() {
 			w.start = time.Now()
 		}
 		w.counted = false
-		contain(&w.cfg, item, w.count)
+		contain(&w.cfg, item, w.count, w.leaving)
 		w.finish() // in case Run returned without counting
 	}
 }
@@ -243,12 +248,26 @@ func (w *Worker[T]) loop() {
 // respawn continues the loop on a fresh goroutine when this one is leaving
 // for any reason but a normal stop: a task's Goexit, including one that
 // resumes after a deferred call's panic was recovered (recover cannot stop
-// a Goexit, so the loop cannot tell from the item alone).
+// a Goexit, so the loop cannot tell from the item alone). The replacement
+// is counted here only if exiting did not count it before the answer
+// (the Goexit resumed after a recovered panic: known only now).
 func (w *Worker[T]) respawn() {
 	if !w.exit {
-		w.replaced.Add(1)
+		if !w.early {
+			w.replaced.Add(1)
+		}
+		w.early = false
 		w.cfg.Spawn(w.loop)
 	}
+}
+
+// exiting counts the replacement of a goroutine that is leaving by a
+// Goexit, before its item is answered: whoever reads Replaced after the
+// answer finds it, and so does an owner that reuses the worker's index as
+// soon as the item is counted (pool.Add reads the old worker's Replaced).
+func (w *Worker[T]) exiting() {
+	w.replaced.Add(1)
+	w.early = true
 }
 
 // finish counts the current item once and tells the producer.

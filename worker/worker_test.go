@@ -21,7 +21,7 @@ func newWorker(t *testing.T, depth int, run func(int)) (*worker.Worker[int], *sy
 	w := worker.New(worker.Config[int]{
 		Depth:    depth,
 		Run:      func(item int, count func()) { run(item); count() },
-		Panicked: func(item int, v any, _ []byte, _ func()) { t.Errorf("item %d panicked: %v", item, v) },
+		Panicked: func(item int, v any, _ []byte, _, _ func()) { t.Errorf("item %d panicked: %v", item, v) },
 		Exited:   func(item int) { t.Errorf("item %d called Goexit", item) },
 		Spawn:    func(f func()) { wg.Go(f) },
 	})

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
 )
@@ -41,9 +42,9 @@ type channels[R any] struct {
 	// check to the end of its send; Close takes it for writing once, after
 	// closing closing. Alone on its cache lines: every such submit writes
 	// its reader count.
-	_       [64]byte
+	_       cacheline.Pad
 	closeMu sync.RWMutex
-	_       [64]byte
+	_       cacheline.Pad
 	closing chan struct{} // closed by Close: blocked submitters return ErrClosed
 
 	// The buffered intake, written by submitters per request: the staged
@@ -52,7 +53,7 @@ type channels[R any] struct {
 	in      intake[R]
 	sending bool          // a run is on runs (or about to be), not yet received
 	reuse   []*request[R] // an empty slice for the next staged run, from the balancer
-	_       [64]byte
+	_       cacheline.Pad
 
 	// The balancer's own: the last run received, of which next is the
 	// first request not yet taken.

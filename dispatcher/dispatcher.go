@@ -29,6 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/strategies"
 )
 
@@ -75,7 +76,7 @@ type Dispatcher[R any] struct {
 	// Everything above is read per request and written only by New and
 	// Close: keep it off the cache lines that submitters, workers and the
 	// balancer write per request.
-	_          [64]byte
+	_          cacheline.Pad
 	ctlWaiting atomic.Int32 // control calls about to send on ctl
 	panics     atomic.Int64
 	// Written only when a task panics, exits or is cancelled, or a panic

@@ -2,8 +2,10 @@ package dispatcher
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/strategies"
 )
 
@@ -38,7 +40,7 @@ type balancer[R any] struct {
 	// long tells each worker's goroutine that its tasks are long (its
 	// time per task at least budget/longShare), so it yields after each
 	// waited answer.
-	long []*paddedBool
+	long []*cacheline.Padded[atomic.Bool]
 
 	w     []slot
 	room  int // live workers with a positive weight and room for one more
@@ -315,7 +317,7 @@ func (b *balancer[R]) adapt(i int) {
 	s.perPrev, s.limitPer = s.per, per
 	// Long: a tenth of the budget or more a task, whatever the queue's
 	// depth (a shallow WithWorkerBuffer clamps the limit, not the time).
-	b.long[i].Store(per > 0 && per >= b.budget/longShare)
+	b.long[i].V.Store(per > 0 && per >= b.budget/longShare)
 	want := b.base
 	if per > 0 {
 		want = int(min(max(b.budget/per, time.Duration(b.lo)), time.Duration(b.depth)))
@@ -357,11 +359,11 @@ func (b *balancer[R]) forget(i int) {
 
 // longFlag returns worker i's long flag, made when its runner is: by New
 // and, for an added worker, on the balancer goroutine.
-func (b *balancer[R]) longFlag(i int) *paddedBool {
+func (b *balancer[R]) longFlag(i int) *cacheline.Padded[atomic.Bool] {
 	for len(b.long) <= i {
 		b.long = append(b.long, nil)
 	}
-	f := new(paddedBool)
+	f := new(cacheline.Padded[atomic.Bool])
 	b.long[i] = f
 	return f
 }

@@ -1,6 +1,10 @@
 package dispatcher
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/gobalancer/balancer/internal/cacheline"
+)
 
 // retRing hands finished Go requests back from one worker (the only
 // producer) to the balancer (the only consumer), which passes them on to
@@ -14,13 +18,13 @@ import "sync/atomic"
 type retRing[R any] struct {
 	buf      []*request[R]
 	mask     uint64
-	_        [64]byte
+	_        cacheline.Pad
 	tail     atomic.Uint64 // published by the worker
 	put      uint64        // written by the worker, published or not
 	headSeen uint64        // the worker's last load of head
-	_        [64]byte
+	_        cacheline.Pad
 	head     atomic.Uint64 // written by the balancer
-	_        [64]byte
+	_        cacheline.Pad
 }
 
 // retBatch is how many returned requests a worker publishes at once.

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
+	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
 )
@@ -32,12 +33,12 @@ type rings[R any] struct {
 
 	// Submitters, workers and the balancer write these per request: keep
 	// them off the line above.
-	_  [64]byte
+	_  cacheline.Pad
 	in intake[R]
 	// The balancer parks only when it has nothing to do, and whoever
 	// clears state from a parked value sends the one token on wake.
 	state atomic.Int32
-	_     [60]byte
+	_     cacheline.Pad
 	w     []ringSlot[R]
 
 	// backlog is the last intake swapped out; next is the first request of
@@ -58,7 +59,7 @@ type ringSlot[R any] struct {
 	ret      *retRing[R] // the worker's finished Go requests
 	// wakeAt is half the worker's limit: the queue length at or below
 	// which its completions wake a balancer waiting for one.
-	wakeAt *paddedInt32
+	wakeAt *cacheline.Padded[atomic.Int32]
 }
 
 func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
@@ -75,10 +76,10 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
 		c := cfg
 		c.Spawn = spawn
-		c.Run, c.Stop = d.runner(i) // its own sample counter and index
-		at := new(paddedInt32)      // read per task by this worker only
-		at.Store(int32(base / 2))
-		c.Completed = func(queued int) { e.workerDone(&at.Int32, queued) }
+		c.Run, c.Stop = d.runner(i)               // its own sample counter and index
+		at := new(cacheline.Padded[atomic.Int32]) // read per task by this worker only
+		at.V.Store(int32(base / 2))
+		c.Completed = func(queued int) { e.workerDone(&at.V, queued) }
 		rs := ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at}
 		if i < len(e.w) {
 			e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
@@ -330,5 +331,5 @@ func (e *rings[R]) kick() {
 // balancer at a quarter of 64, not at half of 256, which cost a batch of
 // empty tasks a quarter more CPU in wake-ups.
 func (e *rings[R]) setLimit(i, limit int) {
-	e.w[i].wakeAt.Store(int32(min(limit, e.base) / 2))
+	e.w[i].wakeAt.V.Store(int32(min(limit, e.base) / 2))
 }

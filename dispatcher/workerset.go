@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
 )
@@ -59,12 +60,12 @@ func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func(
 	// The tasks this worker ran (its goroutines run one at a time), on a
 	// line of its own: a small counter allocated next to another worker's
 	// hot word (the tiny allocator packs them) is written per task.
-	n := new(paddedCount)
+	n := new(cacheline.Padded[uint32])
 	x := d.indexer(i)
 	long := d.b.longFlag(i)
 	run = func(r *request[R], count func()) {
-		n.n++
-		d.run(r, count, n.n%LatencySampleEvery == 0, x, &long.Bool)
+		n.V++
+		d.run(r, count, n.V%LatencySampleEvery == 0, x, &long.V)
 	}
 	if x == nil {
 		return run, nil
@@ -154,25 +155,6 @@ func (d *Dispatcher[R]) finished(r *request[R]) {
 	if r.prio != 0 {
 		d.book.classes[r.prio].completed.Add(1)
 	}
-}
-
-// paddedCount is a worker's own counter, alone on its cache line.
-type paddedCount struct {
-	n uint32
-	_ [60]byte
-}
-
-// paddedBool is a flag the balancer writes rarely and one worker reads per
-// task, alone on its cache line.
-type paddedBool struct {
-	atomic.Bool
-	_ [63]byte
-}
-
-// paddedInt32 is paddedBool for a number.
-type paddedInt32 struct {
-	atomic.Int32
-	_ [60]byte
 }
 
 // A worker whose tasks are long (half the queue budget or more a task:

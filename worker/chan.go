@@ -3,6 +3,8 @@ package worker
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/gobalancer/balancer/internal/cacheline"
 )
 
 // Chan is a worker of the channel engine, Pike's shape: it receives items
@@ -37,7 +39,7 @@ type Chan[T any] struct {
 
 	// The producer's own, written per item Put: off the worker's line,
 	// which the worker writes per item too.
-	_      pad
+	_      cacheline.Pad
 	put    uint64 // items Put
 	sent   uint64 // items Published (the next run starts here)
 	back   run    // the items taken back by TryTake, not yet returned
@@ -45,11 +47,11 @@ type Chan[T any] struct {
 
 	// Written by the worker per run of items, read by the producer when
 	// it accounts a completion.
-	_    pad
+	_    cacheline.Pad
 	busy atomic.Int64 // nanoseconds spent running finished items
 
 	// The worker's own; the producer touches claim only in TryTake.
-	_   pad
+	_   cacheline.Pad
 	cur run // the rest of the run being run
 	// claim is the position of the next item to start: the worker moves
 	// it one item at a time, TryTake to put at once, whichever CAS wins
@@ -63,7 +65,7 @@ type Chan[T any] struct {
 	exit    bool
 	early   bool // the Goexit that ends this goroutine is counted already
 	start   time.Time
-	_       pad
+	_       cacheline.Pad
 }
 
 // run is a channel message: n items from slot at (modulo Depth).

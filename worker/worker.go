@@ -14,6 +14,8 @@ package worker
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/gobalancer/balancer/internal/cacheline"
 )
 
 // Config says what a worker does with its items. Run, Panicked and Exited
@@ -60,10 +62,6 @@ type Config[T any] struct {
 // its busy time: the clock is read once per run of items, not per item.
 const flushEvery = 64
 
-// pad keeps groups of fields written by different goroutines on different
-// cache lines: 64 bytes between groups, whatever the struct's alignment.
-type pad [64]byte
-
 // Worker is one worker: its ring and its run loop. Create it with New,
 // start it with Start, stop it with Close (after running what is queued).
 //
@@ -81,19 +79,19 @@ type Worker[T any] struct {
 	replaced atomic.Int64
 
 	// Written by the producer, read by the worker once per run of items.
-	_        pad
+	_        cacheline.Pad
 	tail     atomic.Uint64 // items published
 	put      uint64        // items written, published or not; producer only
 	sleeping atomic.Bool   // the worker is, or is about to be, blocked on wake
 	closed   atomic.Bool
 
 	// Written by the worker per item, read by the producer when it reaps.
-	_    pad
+	_    cacheline.Pad
 	done atomic.Uint64 // items finished (answered)
 	busy atomic.Int64  // nanoseconds spent running them, published per run
 
 	// The worker's own; the producer touches head only in TryTake.
-	_       pad
+	_       cacheline.Pad
 	head    atomic.Uint64 // next slot to take; claimed by CAS (see TryTake)
 	seen    uint64        // tail as last loaded: items up to it need no load
 	ran     int           // items since the busy time was last published
@@ -101,7 +99,7 @@ type Worker[T any] struct {
 	exit    bool          // the loop stopped normally: no replacement
 	early   bool          // the Goexit that ends this goroutine is counted already
 	start   time.Time
-	_       pad
+	_       cacheline.Pad
 }
 
 // New returns a worker whose ring holds cfg.Depth items (at least 1).

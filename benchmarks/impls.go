@@ -47,6 +47,11 @@ var Impls = []Impl{
 	// The old fixed depth with a larger intake: what the intake alone buys.
 	{"balancer-ib1024", newRingsWith(dispatcher.WithWorkerBuffer(63), dispatcher.WithIntakeBuffer(1024))},
 	{"balancer-ib4096", newRingsWith(dispatcher.WithWorkerBuffer(63), dispatcher.WithIntakeBuffer(4096))},
+	// Pike's unbuffered request channel: a submit completes only when the
+	// balancer takes it (the rendezvous, on the channel engine).
+	{"balancer-channels-ib0", func(n int, task func()) Pool {
+		return newDispatcher(n, task, dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithIntakeBuffer(0))
+	}},
 	{"chanpool", newChanPool},
 	{"pike", newPike},
 	{"ants", newAnts},

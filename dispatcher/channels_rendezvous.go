@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -24,19 +23,10 @@ func (e *channels[R]) rendezvous(ctx context.Context, r *request[R], block bool)
 			return e.try(r)
 		}
 	}
-	// Yield a few times before blocking. A sender blocked on the channel
-	// makes the balancer's every receive also ready the sender (a wake-up
-	// per request on the balancer, when one submitter outruns it); a
-	// sender that yields lets the balancer get on with its turn.
-	for k := 0; k < spinTurns && e.blocked.Load() == 0; k++ {
-		runtime.Gosched()
-		select {
-		case e.reqs <- r:
-			return nil
-		default:
-		}
-	}
-	// The send is the rendezvous. Safe to block: the balancer receives
+	// The send is the rendezvous. A sender that yielded a few turns before
+	// blocking, so that the balancer's receives would not each ready it,
+	// made batches slower, not faster (docs/performance.md, "The yields"):
+	// it blocks at once. Safe to block: the balancer receives
 	// whenever it can place a request, ctx's end returns the request to
 	// the caller unsent, and Close closes closing before it waits for the
 	// fence. It waits however long room takes, whoever calls it (see

@@ -413,9 +413,10 @@ func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
 }
 
 // spinTurns is how many empty turns the balancer yields its P for before it
-// parks. A closed loop of requesters submits again within microseconds;
-// yielding (runtime.Gosched, not a busy wait: whoever is runnable runs)
-// lets them do so without the balancer paying a park and a wake-up per
-// request. Closed-loop Do with empty tasks: 850 -> 537 CPU ns per request
-// (0, 1, 3 turns: 850, 587, 537), batches and fairness unchanged.
+// parks (both engines). A closed loop of requesters submits again within
+// microseconds; yielding (runtime.Gosched, not a busy wait: whoever is
+// runnable runs) lets them do so without the balancer paying a park and a
+// wake-up per request. Without it a closed loop of Do with empty tasks
+// costs markedly more CPU a request; batches and fairness do not move
+// (docs/performance.md, "The yields").
 const spinTurns = 3

@@ -161,17 +161,18 @@ func (d *Dispatcher[R]) finished(r *request[R]) {
 // 50 µs by default) yields after every answer somebody waits for: the
 // woken requester (a group's Wait, an interactive Do) sits in this P's
 // runnext slot, and while both cores run workers it would wait for the
-// 10 ms preemption. Against tasks that long, a yield costs nothing
-// measurable; with 10 µs tasks, a yield per answer cost 64 closed-loop
-// requesters 9% a request (BenchmarkRequesters), so shorter tasks keep
-// the one-in-yieldOneIn yield.
+// 10 ms preemption. Against tasks that long a yield costs nothing
+// measurable; with short tasks a yield per answer costs closed-loop
+// requesters a good part of their throughput, so shorter tasks keep the
+// one-in-yieldOneIn yield.
 const longShare = 2
 
 // yieldOneIn: a worker yields after one answer in this many, at random
-// (rand.Uint32 is per-thread, no shared state). Measured with 64 closed-loop
-// requesters, 5 interleaved rounds each: never yielding, the requesters'
-// p99.9 cycle was 0.52x pond with another process on one of the 2 cores;
-// yielding after every answer, 0.07-0.15x (with or without that process);
-// after one in 4, 0.09-0.16x, and closed-loop Do of empty tasks costs 376
-// instead of 566-648 CPU ns per request.
+// (rand.Uint32 is per-thread, no shared state). Without the yield a
+// requester readied into a busy P's runnext slot waits there while the
+// worker and the balancer hand each other the P, and the closed-loop
+// requesters' worst cycles grow several-fold; yielding after every answer
+// keeps them short but costs CPU per request. One in 4 keeps the tail
+// near the every-answer figure at near the never figure's cost
+// (docs/performance.md, "The yields").
 const yieldOneIn = 4

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("balancer", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // we print the one-line error ourselves
 	fs.IntVar(&c.requesters, "requesters", defRequesters, fmt.Sprintf("requester goroutines, at most %d; each waits for its answer before its next request (Pike's demo)", maxRequesters))
-	fs.IntVar(&c.workers, "workers", defWorkers, fmt.Sprintf("worker goroutines, at most %d (implied by -weights)", dispatcher.MaxWorkers))
+	fs.IntVar(&c.workers, "workers", defWorkers, fmt.Sprintf("worker goroutines, at most %d (implied by -weights; -scenario tenants: GOMAXPROCS by default)", dispatcher.MaxWorkers))
 	// Pike's names, so that his demo's command lines run unchanged.
 	nRequester := fs.Int("nRequester", defRequesters, "alias of -requesters (Pike's name)")
 	nWorker := fs.Int("nWorker", defWorkers, "alias of -workers (Pike's name)")
@@ -301,6 +302,13 @@ func (c *config) checkScenario(set map[string]bool, lists []string) error {
 	case scenarioTenants:
 	default:
 		return fmt.Errorf("-scenario: unknown scenario %q (want tenants)", c.scenario)
+	}
+	// A schedule orders what runs on the cores: with more workers than
+	// cores, Go's scheduler time-slices the workers and decides as much
+	// as the schedule does (docs/demo.md). So the scenario runs one
+	// worker per core unless told otherwise.
+	if !set["workers"] && !set["nWorker"] && c.weights == nil {
+		c.workers = runtime.GOMAXPROCS(0)
 	}
 	if c.duration <= 0 || c.duration > maxDuration {
 		return fmt.Errorf("-duration must be above 0 and at most %v, got %v", maxDuration, c.duration)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -301,6 +302,9 @@ func printTenants(w io.Writer, c *config, rep *TenantsReport) {
 	fmt.Fprintf(w, "\n%s, seed %d\n", rep.Settings.describe(), c.seed)
 	fmt.Fprintf(w, "background: one group keeping %d tasks in flight; interactive: a group of %d tasks every %v\n",
 		backgroundInFlight(c, s), interactiveTasks, interactiveEvery)
+	if p := runtime.GOMAXPROCS(0); c.workers > p {
+		fmt.Fprintf(w, "note: %d workers on %d cores (GOMAXPROCS): Go's scheduler time-slices the workers, so it decides what runs as much as the schedule does\n", c.workers, p)
+	}
 	if rep.Interrupted {
 		fmt.Fprintln(w, "INTERRUPTED: partial report")
 	}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,4 +86,31 @@ func TestTenantsScenario(t *testing.T) {
 	assert.Regexp(t, `fifo\s+interactive\s+\d+ groups`, out)
 	assert.Regexp(t, `fifo\s+background\s+\d+ tasks`, out)
 	assert.Contains(t, out, "completion time: interactive, a whole group of 3 tasks")
+}
+
+// The tenants scenario runs one worker per core unless -workers,
+// -nWorker or -weights say otherwise, and says so when there are more
+// workers than cores (Go's scheduler then decides as much as the
+// schedule). The requesters' workload keeps its default of 8.
+func TestTenantsWorkersDefault(t *testing.T) {
+	c, err := parseConfig([]string{"-scenario", "tenants"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.GOMAXPROCS(0), c.workers)
+	c, err = parseConfig([]string{"-scenario", "tenants", "-nWorker", "5"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 5, c.workers)
+	c, err = parseConfig([]string{"-scenario", "tenants", "-weights", "1,1,2"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.workers)
+	c, err = parseConfig(nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 8, c.workers)
+
+	more := runtime.GOMAXPROCS(0) + 1
+	code, out, errs := runArgs(t, "-scenario", "tenants", "-duration", "100ms", "-workers", strconv.Itoa(more))
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, fmt.Sprintf("note: %d workers on %d cores (GOMAXPROCS)", more, runtime.GOMAXPROCS(0)))
+	code, out, errs = runArgs(t, "-scenario", "tenants", "-duration", "100ms")
+	require.Equal(t, exitOK, code, errs)
+	assert.NotContains(t, out, "note:")
 }

@@ -131,9 +131,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	}
 	if c.intake < 0 {
 		// As many as the queues may hold: with base instead, deepened
-		// queues bought a batch of empty tasks nothing (0.87x pond against
-		// 0.90x for the old default, 15 rounds; with this 0.77x against
-		// 0.89x, docs/performance.md).
+		// queues bought a batch of empty tasks nothing (BenchmarkBatch).
 		c.intake = c.workers * depth
 	}
 
@@ -155,10 +153,10 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d.futures.New = func() any { return newFuture(d) }
 	if c.engine == Channels && c.completion < 0 {
 		// A slot for every request that can be pending: a worker never
-		// waits for the balancer to take its report. With the number of
-		// workers instead, Batch of 10 µs tasks took 8.89 µs per task
-		// against 5.48 (benchstat n=5, p=0.008): workers sat blocked on
-		// a full completion channel while the balancer waited for a P.
+		// waits for the balancer to take its report. With one slot per
+		// worker, batches of 10 µs tasks ran markedly slower
+		// (BenchmarkBatch): workers sat blocked on a full completion
+		// channel while the balancer waited for a P.
 		c.completion = c.workers * depth
 	}
 	budget := c.budget

@@ -29,9 +29,9 @@ const (
 )
 
 // DefaultEngine is the engine New uses without WithEngine: Pike's design,
-// now that it costs within a tenth of rings on batches of empty and of
-// 10 µs tasks (docs/performance.md, round 5). Rings stays the cheaper one
-// for many closed-loop requesters calling Do, by about a fifth.
+// which costs within a tenth of rings on batches of empty and of 10 µs
+// tasks. Rings stays the cheaper one for many closed-loop requesters
+// calling Do (docs/performance.md has both figures and their commands).
 const DefaultEngine = Channels
 
 // Engines lists every engine, in the order the demo shows them.

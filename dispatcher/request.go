@@ -9,8 +9,7 @@ import "context"
 // same goroutine puts and gets, so the pool stays P-local); a Go request,
 // on either engine, through its worker's return ring and the intake's
 // spare list (workers free, the submitter reuses: a sync.Pool paid a steal
-// from another P on most gets; 151 -> 130 ns per batch task in 12
-// interleaved runs, f88b1fa). Submit's request is its Future.
+// from another P on most gets). Submit's request is its Future.
 //
 // The worker writes res and err, then signals done as its very last touch
 // of the request, so the requester may reuse it as soon as it has

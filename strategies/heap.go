@@ -20,9 +20,8 @@ import (
 // Four children per node halve the depth of a binary heap, and the keys sit
 // inline in the slice, so a sift touches one or two cache lines per level.
 // The key is a type parameter rather than always two words because the
-// comparison is the whole cost of a sift: on two words, least-pending's pick
-// took 20–44 ns at 10–1000 members against 11–23 on one (benchstat, n=8,
-// BenchmarkPick), swrr's 19–57 against 17–41.
+// comparison is the whole cost of a sift: a two-word key made least-pending's
+// and swrr's picks markedly slower (BenchmarkPick).
 type heap[K heapKey, S sift] struct {
 	e   []hent[K]
 	pos []int32
@@ -30,13 +29,11 @@ type heap[K heapKey, S sift] struct {
 
 // sift says how down picks the smallest of four children, compiled into
 // each heap type rather than tested on every level (a flag tested per
-// level cost least-pending 20% a pick: 15.4 against 12.2 ns at 10
-// members). borrows picks without branches, which pays when keys come in
-// no predictable order (swrr: 7.2 mispredicted branches a pick with
-// branches, 1.0 without, at 10 000 members in callgrind's model);
-// branches pays when most keys share their high bits and a sift goes the
-// same way every time (least-pending: 12 against 17 ns at 10 members, 24
-// against 35 at 1000).
+// level cost a pick a fifth of its time). borrows picks without branches,
+// which pays when keys come in no predictable order (swrr: far fewer
+// mispredicted branches a pick); branches pays when most keys share their
+// high bits and a sift goes the same way every time (least-pending).
+// BenchmarkPick measures both.
 type sift interface{ branches | borrows }
 
 type (

@@ -168,8 +168,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d.b.book = d.book
 	d.b.sched = newScheduler[R](c.schedule, d.book)
 	if in := d.b.laneIn; in != nil && in.cap > 0 { // without a buffer (Pike's rendezvous) nothing waits for room
-		d.b.lanes = lanesFor(c.schedule)
-		in.mode = d.b.lanes
+		in.mode = lanesFor(c.schedule)
 	}
 	go d.eng.loop()
 	return d, nil

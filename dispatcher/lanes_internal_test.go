@@ -18,7 +18,7 @@ func laneRings(cap int, mode laneMode) *rings[int] {
 	d := &Dispatcher[int]{book: newTenantBook()}
 	e := &rings[int]{d: d, wake: make(chan struct{}, 1)}
 	e.in.cap = cap
-	d.b.lanes, d.b.laneIn, e.in.mode = mode, &e.in, mode
+	d.b.laneIn, e.in.mode = &e.in, mode
 	return e
 }
 

@@ -29,9 +29,8 @@ type balancer[R any] struct {
 	// schedule's order; nil under FIFO, where the engine keeps its own.
 	sched scheduler[R]
 	book  *tenantBook
-	// lanes says which flows have a part of the intake (lanes.go); laneIn
-	// is the intake they are parts of.
-	lanes  laneMode
+	// laneIn is the intake whose mode says which flows have a part of it
+	// (lanes.go); nil on Pike's unbuffered channel.
 	laneIn *intake[R]
 	// meanPer is a moving mean of the workers' task times (admission's
 	// estimate); sampleN picks the requests whose wait is recorded.
@@ -202,9 +201,9 @@ func (b *balancer[R]) next() *request[R] {
 	r := b.sched.pop()
 	if r != nil {
 		b.flow(r).queued--
-		if b.lanes != lanesOff {
-			l, _ := b.book.laneOf(b.lanes, r.tenant, r.prio)
-			b.laneIn.leave(l)
+		if in := b.laneIn; in != nil && in.mode != lanesOff {
+			l, _ := b.book.laneOf(in.mode, r.tenant, r.prio)
+			in.leave(l)
 		}
 	}
 	return r

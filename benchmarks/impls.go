@@ -86,7 +86,7 @@ func newBalancerChannels(n int, task func()) Pool {
 }
 
 // newRingsWith is the rings engine with other buffers than the default,
-// for the experiments of docs/performance.md: whether holding requests in
+// for experiments on buffer sizes: whether holding requests in
 // the balancer rather than in the workers' queues shortens the requesters'
 // tail (it does not), and what deeper queues or a larger intake buy a
 // batch of tiny tasks.

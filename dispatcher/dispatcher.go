@@ -54,7 +54,7 @@ type Task[R any] func(ctx context.Context) (R, error)
 //
 // Cost: one balancer hand-off per request, shared by both engines; Do
 // and Go allocate nothing, nor does Submit when it reuses a Future handed
-// back by Release (docs/performance.md has the measured figures).
+// back by Release (TestDoAllocatesNothing, BenchmarkSubmit).
 type Dispatcher[R any] struct {
 	// life is the one lifecycle state: open, then draining once Close has
 	// fenced the intake, abandoning once Close's context ended first,

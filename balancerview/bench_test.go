@@ -17,7 +17,7 @@ import (
 func benchDo(b *testing.B, open bool) {
 	v := balancerview.New(balancerview.WithInterval(100 * time.Millisecond))
 	defer v.Close()
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func benchDo(b *testing.B, open bool) {
 	task := func(context.Context) (int, error) { return 1, nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.Do(ctx, task); err != nil {
+		if _, err := dispatcher.Do(ctx, d, task); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func benchDo(b *testing.B, open bool) {
 //
 //	go test -run '^$' -bench 'DoWith' -count 10 ./balancerview/ | benchstat -col /view -
 func BenchmarkDoWithoutView(b *testing.B) {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func BenchmarkDoWithoutView(b *testing.B) {
 	task := func(context.Context) (int, error) { return 1, nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.Do(ctx, task); err != nil {
+		if _, err := dispatcher.Do(ctx, d, task); err != nil {
 			b.Fatal(err)
 		}
 	}

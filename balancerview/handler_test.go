@@ -21,7 +21,7 @@ type member struct {
 }
 
 // members is every worker of d, as control sees them.
-func members(d *dispatcher.Dispatcher[int]) []member {
+func members(d *dispatcher.Dispatcher) []member {
 	var ms []member
 	for _, w := range d.Stats().Workers {
 		ms = append(ms, member{w.Weight, w.Removed})

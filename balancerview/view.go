@@ -5,7 +5,7 @@
 // tenant and per priority class. It uses the standard library alone; the
 // page's HTML, JavaScript and CSS are embedded (no CDN, works offline).
 //
-//	balancerview.Register("images", d) // d is a *dispatcher.Dispatcher[R], any R
+//	balancerview.Register("images", d) // d is a *dispatcher.Dispatcher
 //	http.Handle("/debug/balancer/", balancerview.Handler())
 //
 // Cheap to leave on: nothing is added to the dispatcher's hot path. A view
@@ -28,14 +28,13 @@ import (
 	"github.com/gobalancer/balancer/dispatcher"
 )
 
-// Source is what a view samples: *dispatcher.Dispatcher[R] is one, for any
-// result type R.
+// Source is what a view samples: *dispatcher.Dispatcher is one.
 type Source interface {
 	Stats() dispatcher.Stats
 }
 
 // Controller is what a handler made with AllowControl changes, when the
-// registered Source also has these methods (*dispatcher.Dispatcher[R] has).
+// registered Source also has these methods (*dispatcher.Dispatcher has).
 type Controller interface {
 	SetWeight(i, weight int) error
 	Resize(n int) error
@@ -44,7 +43,7 @@ type Controller interface {
 var _ interface {
 	Source
 	Controller
-} = (*dispatcher.Dispatcher[int])(nil)
+} = (*dispatcher.Dispatcher)(nil)
 
 // Defaults of New.
 const (

@@ -33,9 +33,9 @@ func serve(t testing.TB, h http.Handler) string {
 	return srv.URL + "/debug/balancer/"
 }
 
-func newDispatcher(t testing.TB, workers int) *dispatcher.Dispatcher[int] {
+func newDispatcher(t testing.TB, workers int) *dispatcher.Dispatcher {
 	t.Helper()
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -47,9 +47,9 @@ func newDispatcher(t testing.TB, workers int) *dispatcher.Dispatcher[int] {
 
 // run does n tasks of d, 4 at a time, each a short sleep so that the
 // workers share them.
-func run(t testing.TB, d *dispatcher.Dispatcher[int], n int) {
+func run(t testing.TB, d *dispatcher.Dispatcher, n int) {
 	t.Helper()
-	g := d.Group(context.Background())
+	g := dispatcher.NewGroup[int](context.Background(), d)
 	for i := range n {
 		g.Go(func(context.Context) (int, error) { time.Sleep(50 * time.Microsecond); return i, nil })
 	}

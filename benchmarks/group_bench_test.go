@@ -29,13 +29,13 @@ var groupImpls = []groupImpl{
 }
 
 func balancerGroup(w int, e dispatcher.Engine) (func(int) error, func()) {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(w), dispatcher.WithEngine(e))
+	d, err := dispatcher.New(dispatcher.WithWorkers(w), dispatcher.WithEngine(e))
 	if err != nil {
 		panic(err) // static options: a programming error
 	}
 	task := func(context.Context) (int, error) { return 1, nil }
 	run := func(n int) error {
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		for range n {
 			if err := g.Go(task); err != nil {
 				return err

@@ -68,8 +68,9 @@ func Workers() int { return runtime.GOMAXPROCS(0) }
 // balancerPool is ours with its default strategy and buffers: Go is the
 // dispatcher's fire-and-forget Go, Do is Do; neither allocates.
 type balancerPool struct {
-	d    *dispatcher.Dispatcher[struct{}]
-	task dispatcher.Task[struct{}]
+	d      *dispatcher.Dispatcher
+	task   func(context.Context) (struct{}, error) // Do's
+	goTask func(context.Context) error             // Go's
 }
 
 // newBalancer names the rings engine instead of taking DefaultEngine, so
@@ -97,21 +98,25 @@ func newRingsWith(opts ...dispatcher.Option) func(int, func()) Pool {
 }
 
 func newDispatcher(n int, task func(), opts ...dispatcher.Option) Pool {
-	d, err := dispatcher.New[struct{}](append([]dispatcher.Option{dispatcher.WithWorkers(n)}, opts...)...)
+	d, err := dispatcher.New(append([]dispatcher.Option{dispatcher.WithWorkers(n)}, opts...)...)
 	if err != nil {
 		panic(err) // static options: a programming error
 	}
-	return &balancerPool{d, func(context.Context) (struct{}, error) { task(); return struct{}{}, nil }}
+	return &balancerPool{
+		d:      d,
+		task:   func(context.Context) (struct{}, error) { task(); return struct{}{}, nil },
+		goTask: func(context.Context) error { task(); return nil },
+	}
 }
 
 func (p *balancerPool) Go() {
-	if err := p.d.Go(context.Background(), p.task); err != nil {
+	if err := p.d.Go(context.Background(), p.goTask); err != nil {
 		panic(err)
 	}
 }
 
 func (p *balancerPool) Do() {
-	if _, err := p.d.Do(context.Background(), p.task); err != nil {
+	if _, err := dispatcher.Do(context.Background(), p.d, p.task); err != nil {
 		panic(err)
 	}
 }

@@ -113,8 +113,8 @@ func checkInOrder(res []int, n int, err error) error {
 	return nil
 }
 
-func newStreamDispatcher(w int, e dispatcher.Engine) *dispatcher.Dispatcher[int] {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(w), dispatcher.WithEngine(e))
+func newStreamDispatcher(w int, e dispatcher.Engine) *dispatcher.Dispatcher {
+	d, err := dispatcher.New(dispatcher.WithWorkers(w), dispatcher.WithEngine(e))
 	if err != nil {
 		panic(err) // static options: a programming error
 	}
@@ -139,7 +139,7 @@ func mapStream(w int, task streamTask, e dispatcher.Engine) (func(int) error, fu
 func groupStream(w int, task streamTask) (func(int) error, func()) {
 	d := newStreamDispatcher(w, dispatcher.Rings)
 	run := func(n int) error {
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		for i := range items(n) {
 			if err := g.Go(func(ctx context.Context) (int, error) { return task(ctx, i) }); err != nil {
 				return err

@@ -114,7 +114,7 @@ func tenantsOn(s dispatcher.Schedule, background bool, opts []dispatcher.Option,
 		// a tenant that fills the intake makes every other wait in line
 		// behind its submitter, whatever the schedule (the intake bound
 		// is shared; Limit is what keeps one tenant from taking it all).
-		d, err := dispatcher.New[struct{}](append([]dispatcher.Option{dispatcher.WithWorkers(w), dispatcher.WithSchedule(s)}, opts...)...)
+		d, err := dispatcher.New(append([]dispatcher.Option{dispatcher.WithWorkers(w), dispatcher.WithSchedule(s)}, opts...)...)
 		if err != nil {
 			panic(err) // static options: a programming error
 		}
@@ -130,7 +130,7 @@ func tenantsOn(s dispatcher.Schedule, background bool, opts []dispatcher.Option,
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		if background {
-			g := d.Group(ctx, bgOpts...)
+			g := dispatcher.NewGroup[struct{}](ctx, d, bgOpts...)
 			task := func(context.Context) (struct{}, error) { bg.task(); return struct{}{}, nil }
 			wg.Go(func() {
 				for g.Go(task) == nil {
@@ -147,7 +147,7 @@ func tenantsOn(s dispatcher.Schedule, background bool, opts []dispatcher.Option,
 				gctx, cancel = context.WithTimeout(gctx, tenantsDeadline)
 				defer cancel()
 			}
-			g := d.Group(gctx, iaOpts...)
+			g := dispatcher.NewGroup[struct{}](gctx, d, iaOpts...)
 			for range tenantsGroup {
 				var err error
 				if s == dispatcher.ByPriority {

@@ -49,7 +49,7 @@ func (s *scripted) SetWeight(int, int) error { return nil }
 func TestAbandonAnswersRedispatchedHeld(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		s := &scripted{script: []int{0, 0, 1, 0, 1}, gateAt: 4, entered: make(chan struct{}), gate: make(chan struct{})}
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategy(s))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategy(s))
 		require.NoError(t, err)
 		release := make(chan struct{})
 		defer func() {
@@ -62,7 +62,7 @@ func TestAbandonAnswersRedispatchedHeld(t *testing.T) {
 		}()
 		var fs []*dispatcher.Future[int]
 		for range 4 { // A, B → worker 0 (full), C → worker 1, D → worker 0: held
-			f, err := d.Submit(context.Background(), blocker(release))
+			f, err := dispatcher.Submit(context.Background(), d, blocker(release))
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}

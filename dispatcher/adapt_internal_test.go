@@ -11,7 +11,7 @@ import (
 
 // limits copies, on the balancer goroutine, the base and depth and each
 // worker's limit and the measured time per task it was set from.
-func limits[R any](t *testing.T, d *Dispatcher[R]) (base, depth int, limit []int, per []time.Duration) {
+func limits(t *testing.T, d *Dispatcher) (base, depth int, limit []int, per []time.Duration) {
 	require.NoError(t, d.call(func() error {
 		base, depth = d.b.base, d.b.depth
 		for i := range d.b.w {
@@ -29,14 +29,14 @@ func limits[R any](t *testing.T, d *Dispatcher[R]) (base, depth int, limit []int
 // lo and depth. (TestQueuesDeepenForShortTasks checks that a queue
 // really fills to its limit.)
 func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
-	d, err := New[int](WithWorkers(2), WithEngine(Rings))
+	d, err := New(WithWorkers(2), WithEngine(Rings))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close(context.Background())) }()
 	ctx := context.Background()
 	for range 5000 {
-		require.NoError(t, d.Go(ctx, func(context.Context) (int, error) { return 0, nil }))
+		require.NoError(t, d.Go(ctx, func(context.Context) error { return nil }))
 	}
-	_, err = d.Do(ctx, func(context.Context) (int, error) { return 0, nil })
+	_, err = Do(ctx, d, func(context.Context) (int, error) { return 0, nil })
 	require.NoError(t, err)
 	base, depth, limit, per := limits(t, d)
 	require.Equal(t, 64, base)
@@ -58,11 +58,11 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 		"workers":   {WithWorkers(MaxBuffer/deepDepth + 1), WithStrategyName("round-robin")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d, err := New[int](append(opts, WithQueueBudget(0))...)
+			d, err := New(append(opts, WithQueueBudget(0))...)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, d.Close(context.Background())) }()
 			for range 300 {
-				_, err := d.Do(context.Background(), func(context.Context) (int, error) { return 0, nil })
+				_, err := Do(context.Background(), d, func(context.Context) (int, error) { return 0, nil })
 				require.NoError(t, err)
 			}
 			base, depth, limit, _ := limits(t, d)
@@ -82,7 +82,7 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 // the budget's worth of tasks, never fewer than minLimit nor more than the
 // depth; room stays counted right across every change.
 func TestAdaptLimitForTaskTime(t *testing.T) {
-	var b balancer[int]
+	var b balancer
 	b.init(nopStrategy{}, nopLinks{}, 256, 64, 100*time.Microsecond, []int{1})
 	b.longFlag(0)
 	b.book = newTenantBook()
@@ -114,14 +114,14 @@ func (nopStrategy) Done(int, time.Duration) {}
 
 type nopLinks struct{}
 
-func (nopLinks) send(int, *request[int])            {}
-func (nopLinks) takeBack(int) (*request[int], bool) { return nil, false }
-func (nopLinks) add() int                           { return 0 }
-func (nopLinks) remove(int)                         {}
-func (nopLinks) forget(int) error                   { return nil }
-func (nopLinks) busy(int) time.Duration             { return 0 }
-func (nopLinks) replaced() int64                    { return 0 }
-func (nopLinks) setLimit(int, int)                  {}
-func (nopLinks) recycle(*request[int])              {}
-func (nopLinks) takeIntake() []*request[int]        { return nil }
-func (nopLinks) stop()                              {}
+func (nopLinks) send(int, *request)            {}
+func (nopLinks) takeBack(int) (*request, bool) { return nil, false }
+func (nopLinks) add() int                      { return 0 }
+func (nopLinks) remove(int)                    {}
+func (nopLinks) forget(int) error              { return nil }
+func (nopLinks) busy(int) time.Duration        { return 0 }
+func (nopLinks) replaced() int64               { return 0 }
+func (nopLinks) setLimit(int, int)             {}
+func (nopLinks) recycle(*request)              {}
+func (nopLinks) takeIntake() []*request        { return nil }
+func (nopLinks) stop()                         {}

@@ -17,7 +17,7 @@ import (
 // in [base, depth], and a held request's worker is full.
 var seenLimits = map[int]int{}
 
-func checkRoom[R any](d *Dispatcher[R]) error {
+func checkRoom(d *Dispatcher) error {
 	return d.call(func() error {
 		b := &d.b
 		n := 0
@@ -47,14 +47,14 @@ func TestAdaptKeepsRoom(t *testing.T) {
 	defer SetQueueBudget(2 * time.Millisecond)()
 	for _, strat := range []string{"round-robin", "least-pending"} {
 		t.Run(strat, func(t *testing.T) {
-			d, err := New[int](WithWorkers(3), WithStrategyName(strat), WithEngine(Rings))
+			d, err := New(WithWorkers(3), WithStrategyName(strat), WithEngine(Rings))
 			require.NoError(t, err)
 			ctx := context.Background()
-			empty := func(context.Context) (int, error) { return 0, nil }
-			slow := func(context.Context) (int, error) {
+			empty := func(context.Context) error { return nil }
+			slow := func(context.Context) error {
 				for s := time.Now(); time.Since(s) < 40*time.Microsecond; {
 				}
-				return 0, nil
+				return nil
 			}
 			stop := make(chan struct{})
 			var wg sync.WaitGroup

@@ -17,14 +17,14 @@ import (
 // empty tasks. It waits for want of them pending at the worker (the
 // blocked one included) and returns the most the worker had pending by
 // then: its queue's limit for tasks like the warm ones, when that is want.
-func queuedBehind(t *testing.T, want int, warm dispatcher.Task[int], opts ...dispatcher.Option) int {
+func queuedBehind(t *testing.T, want int, warm func(context.Context) (int, error), opts ...dispatcher.Option) int {
 	d := newDispatcher(t, append([]dispatcher.Option{dispatcher.WithWorkers(1)}, opts...)...)
 	ctx := context.Background()
 	// A batch, as the deepening is for: the worker times runs of tasks.
 	for range 2000 {
-		require.NoError(t, d.Go(ctx, warm))
+		require.NoError(t, d.Go(ctx, func(ctx context.Context) error { _, err := warm(ctx); return err }))
 	}
-	_, err := d.Do(ctx, warm) // one worker, first in first out: after the batch
+	_, err := dispatcher.Do(ctx, d, warm) // one worker, first in first out: after the batch
 	require.NoError(t, err)
 	gate := make(chan struct{})
 	open := sync.OnceFunc(func() { close(gate) })
@@ -32,12 +32,12 @@ func queuedBehind(t *testing.T, want int, warm dispatcher.Task[int], opts ...dis
 	// However the test ends, the submitter has returned before it does: no
 	// assertion can fire after the test.
 	defer func() { open(); submitter.Wait() }()
-	require.NoError(t, d.Go(ctx, func(context.Context) (int, error) { <-gate; return 0, nil }))
+	require.NoError(t, d.Go(ctx, func(context.Context) error { <-gate; return nil }))
 	// The intake holds only so many: the submitter may block until the
 	// gate opens.
 	submitter.Go(func() {
 		for range 400 {
-			assert.NoError(t, d.Go(ctx, ok(0)))
+			assert.NoError(t, d.Go(ctx, func(ctx context.Context) error { _, err := ok(0)(ctx); return err }))
 		}
 	})
 	// The balancer sends what the limit allows, and has more to send.
@@ -47,7 +47,7 @@ func queuedBehind(t *testing.T, want int, warm dispatcher.Task[int], opts ...dis
 	most := d.Stats().Workers[0].MaxPending
 	open()
 	submitter.Wait()
-	_, err = d.Do(ctx, ok(0))
+	_, err = dispatcher.Do(ctx, d, ok(0))
 	require.NoError(t, err)
 	return most
 }

@@ -64,10 +64,11 @@ func (e *deadlineError) Unwrap() []error {
 // admitMeta refuses a request of class m whose deadline cannot be met and
 // counts an accepted one (the caller undoes the count if the engine
 // refuses it).
-func (d *Dispatcher[R]) admitMeta(ctx context.Context, m meta, t *tenant) error {
+func (d *Dispatcher) admitMeta(ctx context.Context, m meta) error {
 	if dl, ok := ctx.Deadline(); ok {
 		est := d.adm.estimate()
 		if left := time.Until(dl); est > left {
+			t := m.tenant
 			if t == nil {
 				t = d.book.def
 			}
@@ -81,18 +82,18 @@ func (d *Dispatcher[R]) admitMeta(ctx context.Context, m meta, t *tenant) error 
 }
 
 // admit is admitMeta for a request the caller made.
-func (d *Dispatcher[R]) admit(ctx context.Context, r *request[R]) error {
-	return d.admitMeta(ctx, r.meta, r.tenant)
+func (d *Dispatcher) admit(ctx context.Context, r *request) error {
+	return d.admitMeta(ctx, r.meta)
 }
 
 // admitGo is admitMeta for Go, whose request the engine supplies.
-func (d *Dispatcher[R]) admitGo(ctx context.Context, m meta) error {
-	return d.admitMeta(ctx, m, nil)
+func (d *Dispatcher) admitGo(ctx context.Context, m meta) error {
+	return d.admitMeta(ctx, m)
 }
 
 // publishAdmission gives submitters the balancer's figures. Balancer only,
 // once per turn, with admission on.
-func (b *balancer[R]) publishAdmission(a *admissionState) {
+func (b *balancer) publishAdmission(a *admissionState) {
 	a.answered.Store(b.answered)
 	a.live.Store(int64(b.live))
 	if b.meanPer > 0 {

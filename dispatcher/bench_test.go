@@ -21,11 +21,11 @@ func spin(d time.Duration) {
 // answer before the next, as in Pike's demo. Requester g uses routing key
 // g, so affinity strategies spread the requesters instead of sending every
 // request to the worker of key 0.
-func closedLoop(b *testing.B, d *dispatcher.Dispatcher[int], task dispatcher.Task[int]) {
+func closedLoop(b *testing.B, d *dispatcher.Dispatcher, task func(context.Context) (int, error)) {
 	closedLoopOf(b, d, 64, task)
 }
 
-var tasks = map[string]dispatcher.Task[int]{
+var tasks = map[string]func(context.Context) (int, error){
 	"empty": func(context.Context) (int, error) { return 1, nil },
 	"1us":   func(context.Context) (int, error) { spin(time.Microsecond); return 1, nil },
 }
@@ -38,7 +38,7 @@ func BenchmarkDispatch(b *testing.B) {
 			for _, task := range []string{"empty", "1us"} {
 				name := fmt.Sprintf("strategy=%s/workers=%d/task=%s", strategy, workers, task)
 				b.Run(name, func(b *testing.B) {
-					d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithStrategyName(strategy))
+					d, err := dispatcher.New(dispatcher.WithWorkers(workers), dispatcher.WithStrategyName(strategy))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -63,7 +63,7 @@ func BenchmarkCompletion(b *testing.B) {
 			n    int
 		}{{"unbuffered", 0}, {fmt.Sprintf("buffered-%d", workers), workers}, {fmt.Sprintf("buffered-%d", 64*workers), 64 * workers}} {
 			b.Run(fmt.Sprintf("engine=channels/done=%s/workers=%d", done.name, workers), func(b *testing.B) {
-				d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(workers), dispatcher.WithCompletionBuffer(done.n))
+				d, err := dispatcher.New(dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithWorkers(workers), dispatcher.WithCompletionBuffer(done.n))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -79,7 +79,7 @@ func BenchmarkCompletion(b *testing.B) {
 func BenchmarkDepth(b *testing.B) {
 	for _, depth := range []int{1, 4, 16, 64, 256} {
 		b.Run(fmt.Sprintf("depth=%d/task=1us", depth), func(b *testing.B) {
-			d, err := dispatcher.New[int](dispatcher.WithWorkerBuffer(depth - 1))
+			d, err := dispatcher.New(dispatcher.WithWorkerBuffer(depth - 1))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func BenchmarkCeiling(b *testing.B) {
 	for _, workers := range []int{1, 2, 4, 8, 16, 32, 64} {
 		for _, strategy := range []string{strategies.Default, "round-robin"} {
 			b.Run(fmt.Sprintf("strategy=%s/workers=%d", strategy, workers), func(b *testing.B) {
-				d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithStrategyName(strategy))
+				d, err := dispatcher.New(dispatcher.WithWorkers(workers), dispatcher.WithStrategyName(strategy))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -119,7 +119,7 @@ func BenchmarkSubmit(b *testing.B) {
 	for _, eng := range []dispatcher.Engine{dispatcher.Rings, dispatcher.Channels} {
 		for _, release := range []bool{false, true} {
 			b.Run(fmt.Sprintf("engine=%v/release=%v", eng, release), func(b *testing.B) {
-				d, err := dispatcher.New[int](dispatcher.WithEngine(eng))
+				d, err := dispatcher.New(dispatcher.WithEngine(eng))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -130,7 +130,7 @@ func BenchmarkSubmit(b *testing.B) {
 				b.SetParallelism(32) // 64 requesters on 2 Ps
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						f, err := d.Submit(ctx, task)
+						f, err := dispatcher.Submit(ctx, d, task)
 						if err != nil {
 							b.Error(err)
 							return

@@ -16,21 +16,21 @@ import (
 
 // bubbleDispatcher builds a dispatcher inside a synctest bubble; stop it
 // with closeBubble before the bubble's function returns.
-func bubbleDispatcher(t *testing.T, opts ...dispatcher.Option) *dispatcher.Dispatcher[int] {
+func bubbleDispatcher(t *testing.T, opts ...dispatcher.Option) *dispatcher.Dispatcher {
 	t.Helper()
-	d, err := dispatcher.New[int](opts...)
+	d, err := dispatcher.New(opts...)
 	require.NoError(t, err)
 	return d
 }
 
-func closeBubble(t *testing.T, d *dispatcher.Dispatcher[int]) {
+func closeBubble(t *testing.T, d *dispatcher.Dispatcher) {
 	t.Helper()
 	require.NoError(t, d.Close(context.Background()))
 	<-d.Done()
 }
 
 // blocker returns a task that holds its worker until release is closed.
-func blocker(release <-chan struct{}) dispatcher.Task[int] {
+func blocker(release <-chan struct{}) func(context.Context) (int, error) {
 	return func(context.Context) (int, error) { <-release; return -1, nil }
 }
 
@@ -51,16 +51,16 @@ func TestCancelBeforeSubmit(t *testing.T) {
 			want error
 		}{{"canceled", cancelled, context.Canceled}, {"deadline", expired, context.DeadlineExceeded}} {
 			t.Run(tc.name, func(t *testing.T) {
-				_, err := d.Do(tc.ctx, task)
+				_, err := dispatcher.Do(tc.ctx, d, task)
 				require.ErrorIs(t, err, tc.want)
-				f, err := d.Submit(tc.ctx, task)
+				f, err := dispatcher.Submit(tc.ctx, d, task)
 				require.ErrorIs(t, err, tc.want)
 				require.Nil(t, f)
-				_, err = d.TrySubmit(tc.ctx, task)
+				_, err = dispatcher.TrySubmit(tc.ctx, d, task)
 				require.ErrorIs(t, err, tc.want)
-				_, err = d.Key(9).Do(tc.ctx, task)
+				_, err = dispatcher.Do(tc.ctx, d.Key(9), task)
 				require.ErrorIs(t, err, tc.want)
-				_, err = d.Key(9).Submit(tc.ctx, task)
+				_, err = dispatcher.Submit(tc.ctx, d.Key(9), task)
 				require.ErrorIs(t, err, tc.want)
 			})
 		}
@@ -77,20 +77,20 @@ func TestCancelWhileQueued(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(4))
 			release := make(chan struct{})
-			busy, err := d.Submit(context.Background(), blocker(release))
+			busy, err := dispatcher.Submit(context.Background(), d, blocker(release))
 			require.NoError(t, err)
 
 			var ran atomic.Int32
 			task := func(context.Context) (int, error) { ran.Add(1); return 1, nil }
 			ctx, cancel := context.WithCancel(context.Background())
-			queued, err := d.Submit(ctx, task)
+			queued, err := dispatcher.Submit(ctx, d, task)
 			require.NoError(t, err)
 
 			doCtx, doCancel := context.WithCancel(context.Background())
 			var doErr error
 			var doReturned time.Time
 			go func() {
-				_, doErr = d.Do(doCtx, task)
+				_, doErr = dispatcher.Do(doCtx, d, task)
 				doReturned = time.Now()
 			}()
 			synctest.Wait() // both queued behind the busy worker
@@ -128,7 +128,7 @@ func TestCancelWhileRunning(t *testing.T) {
 			defer cancel()
 			started := make(chan struct{})
 			start := time.Now()
-			f, err := d.Submit(ctx, func(ctx context.Context) (int, error) {
+			f, err := dispatcher.Submit(ctx, d, func(ctx context.Context) (int, error) {
 				assert.Equal(t, "mine", ctx.Value(ctxKey{}), "the task runs with the request's context")
 				close(started)
 				<-ctx.Done()
@@ -143,7 +143,7 @@ func TestCancelWhileRunning(t *testing.T) {
 			// Cancel explicitly while it runs.
 			ctx2, cancel2 := context.WithCancel(base)
 			started2 := make(chan struct{})
-			f, err = d.Submit(ctx2, func(ctx context.Context) (int, error) {
+			f, err = dispatcher.Submit(ctx2, d, func(ctx context.Context) (int, error) {
 				close(started2)
 				<-ctx.Done()
 				return 0, ctx.Err()
@@ -166,7 +166,7 @@ func TestBackpressure(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
 			start := time.Now()
-			busy, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+			busy, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) {
 				time.Sleep(100 * time.Millisecond)
 				return 1, nil
 			})
@@ -176,21 +176,21 @@ func TestBackpressure(t *testing.T) {
 			// TrySubmit: no room, no wait.
 			var ran atomic.Int32
 			task := func(context.Context) (int, error) { ran.Add(1); return 2, nil }
-			_, err = d.TrySubmit(context.Background(), task)
+			_, err = dispatcher.TrySubmit(context.Background(), d, task)
 			require.ErrorIs(t, err, dispatcher.ErrBusy)
 			require.Zero(t, time.Since(start))
 
 			// Blocked until its deadline: the context's error, exactly then.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 			defer cancel()
-			_, err = d.Submit(ctx, task)
+			_, err = dispatcher.Submit(ctx, d, task)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.Equal(t, 30*time.Millisecond, time.Since(start))
-			_, err = d.Do(ctx, task)
+			_, err = dispatcher.Do(ctx, d, task)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 
 			// Blocked until room: returns the moment the busy task completes.
-			f, err := d.Submit(context.Background(), task)
+			f, err := dispatcher.Submit(context.Background(), d, task)
 			require.NoError(t, err)
 			require.Equal(t, 100*time.Millisecond, time.Since(start), "Submit wakes as soon as there is room")
 			v, err := f.Wait(context.Background())
@@ -226,7 +226,7 @@ func TestAbandonedRequesters(t *testing.T) {
 						ctx, cancel := context.WithCancel(context.Background())
 						if k%2 == 0 {
 							// Submit, cancel, drop the future unread.
-							if _, err := d.Submit(ctx, task); err == nil {
+							if _, err := dispatcher.Submit(ctx, d, task); err == nil {
 								accepted.Add(1)
 							}
 							cancel()
@@ -235,7 +235,7 @@ func TestAbandonedRequesters(t *testing.T) {
 						// Do whose context ends while it waits: it returns,
 						// the worker answers into the void.
 						go func() { time.Sleep(time.Duration(g%5) * time.Microsecond); cancel() }()
-						_, err := d.Do(ctx, task)
+						_, err := dispatcher.Do(ctx, d, task)
 						if err != nil {
 							assert.ErrorIs(t, err, context.Canceled)
 						}
@@ -247,7 +247,7 @@ func TestAbandonedRequesters(t *testing.T) {
 		})
 		within(t, 20*time.Second, "workers still serve", func() {
 			for i := range 100 {
-				v, err := d.Do(context.Background(), ok(i))
+				v, err := dispatcher.Do(context.Background(), d, ok(i))
 				assert.NoError(t, err)
 				assert.Equal(t, i, v)
 			}
@@ -283,19 +283,19 @@ func TestIntakeBufferBound(t *testing.T) {
 			}()
 			var futures []*dispatcher.Future[int]
 			for range 2 {
-				f, err := d.Submit(context.Background(), blocker(release))
+				f, err := dispatcher.Submit(context.Background(), d, blocker(release))
 				require.NoError(t, err)
 				futures = append(futures, f)
 				synctest.Wait()
 			}
 			require.Equal(t, 2, d.Stats().Pending, "both workers busy")
 
-			f, err := d.TrySubmit(context.Background(), blocker(release))
+			f, err := dispatcher.TrySubmit(context.Background(), d, blocker(release))
 			require.NoError(t, err, "the intake buffer has room for one")
 			futures = append(futures, f)
 			synctest.Wait()
 
-			_, err = d.TrySubmit(context.Background(), blocker(release))
+			_, err = dispatcher.TrySubmit(context.Background(), d, blocker(release))
 			require.ErrorIs(t, err, dispatcher.ErrBusy, "intake buffer 1 already holds one request")
 
 			close(release)

@@ -28,14 +28,14 @@ import (
 // for a worker that waits on the completion channel; while the picked
 // worker is full the request case is nil and the balancer only serves
 // completions (and control) until the worker has room.
-type channels[R any] struct {
-	d *Dispatcher[R]
-	workerSet[*worker.Chan[*request[R]]]
+type channels struct {
+	d *Dispatcher
+	workerSet[*worker.Chan[*request]]
 
-	reqs  chan *request[R]   // WithIntakeBuffer(0): Pike's unbuffered request channel; nil otherwise
-	runs  chan []*request[R] // a buffer: runs of requests staged in in, one on its way at most; nil otherwise
-	done  chan worker.Done   // the completion channel (WithCompletionBuffer)
-	kicks chan struct{}      // capacity 1: a lifecycle change or control call to look at
+	reqs  chan *request    // WithIntakeBuffer(0): Pike's unbuffered request channel; nil otherwise
+	runs  chan []*request  // a buffer: runs of requests staged in in, one on its way at most; nil otherwise
+	done  chan worker.Done // the completion channel (WithCompletionBuffer)
+	kicks chan struct{}    // capacity 1: a lifecycle change or control call to look at
 
 	// closeMu makes Close's "no request accepted after this" exact on the
 	// unbuffered channel: a submitter holds it for reading from its closed
@@ -50,14 +50,14 @@ type channels[R any] struct {
 	// The buffered intake, written by submitters per request: the staged
 	// run, its count against the buffer and the line of submitters waiting
 	// for room. sending and reuse are guarded by in.mu too.
-	in      intake[R]
-	sending bool          // a run is on runs (or about to be), not yet received
-	reuse   []*request[R] // an empty slice for the next staged run, from the balancer
+	in      intake
+	sending bool       // a run is on runs (or about to be), not yet received
+	reuse   []*request // an empty slice for the next staged run, from the balancer
 	_       cacheline.Pad
 
 	// The balancer's own: the last run received, of which next is the
 	// first request not yet taken.
-	backlog []*request[R]
+	backlog []*request
 	next    int
 
 	gate    tryGate      // TrySubmit at a zero intake buffer
@@ -69,43 +69,43 @@ type channels[R any] struct {
 	// return ring (ret, by worker index), the balancer collects a worker's
 	// when it hears of its completions and passes them to the intake's
 	// spare list under the lock it takes anyway.
-	ret []*retRing[R]
-	spares[R]
+	ret []*retRing
+	spares
 }
 
-func newChannels[R any](d *Dispatcher[R], n, depth, intake, completion int) *channels[R] {
-	e := &channels[R]{
+func newChannels(d *Dispatcher, n, depth, intake, completion int) *channels {
+	e := &channels{
 		d:       d,
 		done:    make(chan worker.Done, completion),
 		kicks:   make(chan struct{}, 1),
 		closing: make(chan struct{}),
-		spares:  newSpares[R](n, depth),
+		spares:  newSpares(n, depth),
 	}
 	if intake == 0 {
-		e.reqs = make(chan *request[R])
+		e.reqs = make(chan *request)
 	} else {
-		e.runs = make(chan []*request[R], 1)
+		e.runs = make(chan []*request, 1)
 		e.in.cap = intake
 		d.b.laneIn = &e.in
 	}
 	e.gate.init(true) // every worker is empty, and some weight is positive
 	cfg := d.workerConfig(depth)
-	cfg.Quiet = quiet[R]
-	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request[R]] {
+	cfg.Quiet = quiet
+	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Chan[*request] {
 		c := cfg
 		c.Spawn = spawn
 		c.Run, c.Stop = d.runner(i) // its own sample counter and index
 		for len(e.ret) <= i {
 			e.ret = append(e.ret, nil)
 		}
-		e.ret[i] = newRetRing[R](depth) // a forgotten index, reused: a new worker's
+		e.ret[i] = newRetRing(depth) // a forgotten index, reused: a new worker's
 		return worker.NewChan(c, i, e.done)
 	})
 	return e
 }
 
 // send puts r in worker i's next run; publish sends the run.
-func (e *channels[R]) send(i int, r *request[R]) {
+func (e *channels) send(i int, r *request) {
 	r.ret = e.ret[i]
 	e.pool.Worker(i).Put(r)
 	for len(e.marked) <= i {
@@ -120,7 +120,7 @@ func (e *channels[R]) send(i int, r *request[R]) {
 // publish sends every worker the run of requests its turn put there: one
 // message per worker per turn, not per request. Called before the
 // balancer waits for anything, so nothing put is left unsent.
-func (e *channels[R]) publish() {
+func (e *channels) publish() {
 	for _, i := range e.dirty {
 		e.pool.Worker(i).Publish()
 		e.marked[i] = false
@@ -129,12 +129,12 @@ func (e *channels[R]) publish() {
 }
 
 // setLimit: the balancer's count alone keeps a worker under its limit.
-func (e *channels[R]) setLimit(int, int) {}
+func (e *channels) setLimit(int, int) {}
 
 // accepting reports whether the balancer takes a request now: one a
 // worker can take, or, under a schedule, one the schedule has room for:
 // as many as the intake buffer (which counts the schedule too).
-func (e *channels[R]) accepting() bool {
+func (e *channels) accepting() bool {
 	b := &e.d.b
 	switch {
 	case b.sched == nil:
@@ -146,7 +146,7 @@ func (e *channels[R]) accepting() bool {
 	}
 	return b.sched.len() < e.in.bound()
 }
-func (e *channels[R]) takeBack(i int) (*request[R], bool) {
+func (e *channels) takeBack(i int) (*request, bool) {
 	return e.pool.Worker(i).TryTake()
 }
 
@@ -157,7 +157,7 @@ func (e *channels[R]) takeBack(i int) (*request[R], bool) {
 // balancer that is runnable, not parked, costs the workers nothing when
 // they report (their completion sends land in the buffer), where one that
 // parks at every completion pays a wake-up per request.
-func (e *channels[R]) loop() {
+func (e *channels) loop() {
 	d := e.d
 	b := &d.b
 	idle := 0 // turns in a row that took nothing
@@ -214,7 +214,7 @@ const pollBatch = 256
 
 // poll takes the completions and then the requests that are ready, without
 // waiting, and reports whether it took any.
-func (e *channels[R]) poll() bool {
+func (e *channels) poll() bool {
 	d, b := e.d, &e.d.b
 	took := false
 	for range pollBatch {
@@ -262,7 +262,7 @@ func (e *channels[R]) poll() bool {
 }
 
 // took dispatches r, or puts it in the schedule.
-func (e *channels[R]) took(r *request[R]) {
+func (e *channels) took(r *request) {
 	if b := &e.d.b; b.sched != nil {
 		b.take(r)
 		return
@@ -271,7 +271,7 @@ func (e *channels[R]) took(r *request[R]) {
 }
 
 // completed counts one completion message: c.N requests of worker c.Worker.
-func (e *channels[R]) completed(c worker.Done) {
+func (e *channels) completed(c worker.Done) {
 	b := &e.d.b
 	e.collect(e.ret[c.Worker])
 	b.account(c.Worker, c.N)
@@ -281,11 +281,11 @@ func (e *channels[R]) completed(c worker.Done) {
 // quiet: nobody waits for a Go request's answer, so its worker may report
 // its completion with others' (worker.Chan). Every other request is
 // reported before it is answered, so Stats read after an answer counts it.
-func quiet[R any](r *request[R]) bool { return r.async }
+func quiet(r *request) bool { return r.async }
 
 // reap takes every completion message already sent, so a snapshot read
 // after an answer counts its request (workers report before answering).
-func (e *channels[R]) reap() {
+func (e *channels) reap() {
 	for {
 		select {
 		case c := <-e.done:

@@ -21,7 +21,7 @@ import "context"
 
 // enqueue hands r to the balancer, waiting for room if block. Once it
 // returns nil, r will be answered exactly once.
-func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+func (e *channels) enqueue(ctx context.Context, r *request, block bool) error {
 	if e.runs == nil {
 		return e.rendezvous(ctx, r, block)
 	}
@@ -36,25 +36,25 @@ func (e *channels[R]) enqueue(ctx context.Context, r *request[R], block bool) er
 // enqueueGo takes a spare request under the intake's lock, so nothing is
 // allocated or recycled unless the request is accepted (the unbuffered
 // send hands an unsent one back).
-func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
+func (e *channels) enqueueGo(ctx context.Context, m meta, fn goTask) error {
 	in := &e.in
 	if e.runs != nil {
-		l, w := e.d.book.laneOf(e.in.mode, nil, m.prio)
+		l, w := e.d.book.laneOf(e.in.mode, m.tenant, m.prio)
 		if err := in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
 			return err
 		}
 		r := in.spareGo()
-		r.ctx, r.fn, r.meta = ctx, fn, m
+		r.ctx, r.job, r.meta = ctx, fn, m
 		e.push(r)
 		return nil
 	}
 	in.mu.Lock()
 	r := in.spareGo()
 	in.mu.Unlock()
-	r.ctx, r.fn, r.meta = ctx, fn, m
+	r.ctx, r.job, r.meta = ctx, fn, m
 	err := e.rendezvous(ctx, r, true)
 	if err != nil {
-		r.ctx, r.fn = nil, nil
+		r.ctx, r.job = nil, nil
 		in.mu.Lock()
 		in.spare = append(in.spare, r)
 		in.mu.Unlock()
@@ -64,7 +64,7 @@ func (e *channels[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
 
 // push stages r in the intake, which admit left locked, unlocks it, and
 // sends the staged run unless one is on its way already.
-func (e *channels[R]) push(r *request[R]) {
+func (e *channels) push(r *request) {
 	in := &e.in
 	in.q = append(in.q, r)
 	in.n++
@@ -82,7 +82,7 @@ func (e *channels[R]) push(r *request[R]) {
 // receive takes run q off the request channel: what was staged meanwhile
 // joins it, and it becomes the backlog. Balancer only, with the last
 // backlog used up.
-func (e *channels[R]) receive(q []*request[R]) {
+func (e *channels) receive(q []*request) {
 	in := &e.in
 	in.mu.Lock()
 	q = append(q, in.q...)
@@ -99,7 +99,7 @@ func (e *channels[R]) receive(q []*request[R]) {
 
 // takeBacklog takes requests from the backlog while the balancer accepts
 // them, and reports whether it took any. Balancer only.
-func (e *channels[R]) takeBacklog() bool {
+func (e *channels) takeBacklog() bool {
 	k := e.next
 	for e.next < len(e.backlog) && e.accepting() {
 		r := e.backlog[e.next]
@@ -115,7 +115,7 @@ func (e *channels[R]) takeBacklog() bool {
 // submitters in line: at once if the balancer is about to park (idle),
 // otherwise once half the buffer is free, so a submitter that outruns the
 // workers wakes once per half buffer, not per request. Balancer only.
-func (e *channels[R]) settle(idle bool) {
+func (e *channels) settle(idle bool) {
 	in := &e.in
 	if e.d.b.left() == in.left && !idle && len(e.free) == 0 {
 		return // in.left is the balancer's own: read without the lock
@@ -134,7 +134,7 @@ func (e *channels[R]) settle(idle bool) {
 	in.mu.Unlock()
 }
 
-func (e *channels[R]) settleLocked() {
+func (e *channels) settleLocked() {
 	in := &e.in
 	in.account(e.d.b.left())
 	if in.offerDue() {
@@ -145,7 +145,7 @@ func (e *channels[R]) settleLocked() {
 
 // intakeEmpty reports whether nothing accepted waits in the intake. The
 // lifecycle is past open (no submit is accepted any more). Balancer only.
-func (e *channels[R]) intakeEmpty() bool {
+func (e *channels) intakeEmpty() bool {
 	if e.runs == nil {
 		return true // unbuffered: a request is taken as it is sent
 	}
@@ -160,11 +160,11 @@ func (e *channels[R]) intakeEmpty() bool {
 // takeIntake returns every request accepted and not yet taken, for the
 // abandon. The intake is fenced (abandon follows Close): nothing arrives
 // after it.
-func (e *channels[R]) takeIntake() []*request[R] {
+func (e *channels) takeIntake() []*request {
 	if e.runs == nil {
 		return nil // unbuffered, and no sender is past the fence
 	}
-	q := append([]*request[R](nil), e.backlog[e.next:]...)
+	q := append([]*request(nil), e.backlog[e.next:]...)
 	e.backlog, e.next = nil, 0
 	in := &e.in
 	in.mu.Lock()
@@ -181,7 +181,7 @@ func (e *channels[R]) takeIntake() []*request[R] {
 
 // intakeStats: read on the balancer goroutine (snapshot), like the
 // backlog, the schedule and the held request it accounts for.
-func (e *channels[R]) intakeStats() (queued, blocked int) {
+func (e *channels) intakeStats() (queued, blocked int) {
 	if e.runs == nil {
 		// Unbuffered: nothing waits in the channel, only in the schedule.
 		if s := e.d.b.sched; s != nil {
@@ -206,7 +206,7 @@ func (e *channels[R]) intakeStats() (queued, blocked int) {
 // those between their check and their send finish, and every later submit
 // sees the lifecycle past open. The intake's lock fences the buffered
 // intake (as on rings), closeMu the unbuffered send.
-func (e *channels[R]) fence() {
+func (e *channels) fence() {
 	close(e.closing)
 	in := &e.in
 	in.mu.Lock()
@@ -219,7 +219,7 @@ func (e *channels[R]) fence() {
 
 // kick tells the balancer to look at the lifecycle, ctl or the line. Never
 // blocks.
-func (e *channels[R]) kick() {
+func (e *channels) kick() {
 	select {
 	case e.kicks <- struct{}{}:
 	default: // a kick is pending already

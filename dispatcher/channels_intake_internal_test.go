@@ -14,10 +14,10 @@ import (
 // the test plays it by receiving runs, marking what it took and settling.
 // synctest.Wait makes each step deterministic.
 
-func runsChannels(capacity int) *channels[int] {
-	e := &channels[int]{
-		d:       &Dispatcher[int]{},
-		runs:    make(chan []*request[int], 1),
+func runsChannels(capacity int) *channels {
+	e := &channels{
+		d:       &Dispatcher{},
+		runs:    make(chan []*request, 1),
 		kicks:   make(chan struct{}, 1),
 		closing: make(chan struct{}),
 	}
@@ -27,11 +27,11 @@ func runsChannels(capacity int) *channels[int] {
 
 // fullRuns is runsChannels(capacity) with its buffer full: capacity
 // requests accepted, received by the balancer and not yet sent on.
-func fullRuns(t *testing.T, capacity int) *channels[int] {
+func fullRuns(t *testing.T, capacity int) *channels {
 	t.Helper()
 	e := runsChannels(capacity)
 	for range capacity {
-		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
+		require.NoError(t, e.enqueue(t.Context(), &request{}, false))
 	}
 	e.receive(<-e.runs)
 	return e
@@ -39,7 +39,7 @@ func fullRuns(t *testing.T, capacity int) *channels[int] {
 
 // takeAll plays a balancer that takes its whole backlog and sends it to
 // workers.
-func (e *channels[R]) takeAll() []*request[R] {
+func (e *channels) takeAll() []*request {
 	q := e.backlog[e.next:]
 	e.d.b.dispatched += int64(len(q))
 	e.next = len(e.backlog)
@@ -51,7 +51,7 @@ func (e *channels[R]) takeAll() []*request[R] {
 // them up: three requests, one channel message.
 func TestChannelRunsCoalesce(t *testing.T) {
 	e := runsChannels(8)
-	rs := []*request[int]{{}, {}, {}}
+	rs := []*request{{}, {}, {}}
 	for _, r := range rs {
 		require.NoError(t, e.enqueue(t.Context(), r, false))
 	}
@@ -65,9 +65,9 @@ func TestChannelRunsCoalesce(t *testing.T) {
 	assert.Zero(t, queued)
 
 	// The next request starts a new run at once.
-	r := &request[int]{}
+	r := &request{}
 	require.NoError(t, e.enqueue(t.Context(), r, false))
-	require.Equal(t, []*request[int]{r}, <-e.runs)
+	require.Equal(t, []*request{r}, <-e.runs)
 }
 
 // The buffer counts what is staged, on its way and in the balancer's
@@ -76,13 +76,13 @@ func TestChannelRunsCoalesce(t *testing.T) {
 func TestChannelRunsBufferBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := runsChannels(2)
-		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy)
+		require.NoError(t, e.enqueue(t.Context(), &request{}, false))
+		require.NoError(t, e.enqueue(t.Context(), &request{}, false))
+		require.ErrorIs(t, e.enqueue(t.Context(), &request{}, false), ErrBusy)
 		e.receive(<-e.runs) // received, not taken: still counted
-		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy)
+		require.ErrorIs(t, e.enqueue(t.Context(), &request{}, false), ErrBusy)
 
-		r := &request[int]{}
+		r := &request{}
 		w := lineSubmit(e, t.Context(), r)
 		synctest.Wait()
 		require.False(t, w.done)
@@ -94,7 +94,7 @@ func TestChannelRunsBufferBound(t *testing.T) {
 		synctest.Wait()
 		require.True(t, w.done)
 		require.NoError(t, w.err)
-		require.Equal(t, []*request[int]{r}, <-e.runs)
+		require.Equal(t, []*request{r}, <-e.runs)
 	})
 }
 
@@ -103,7 +103,7 @@ func TestChannelRunsBufferBound(t *testing.T) {
 func TestChannelRunsHysteresis(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := fullRuns(t, 4)
-		w := lineSubmit(e, t.Context(), &request[int]{})
+		w := lineSubmit(e, t.Context(), &request{})
 		synctest.Wait()
 		e.d.b.dispatched++ // one of four sent to a worker
 		e.settle(false)
@@ -121,14 +121,14 @@ func TestChannelRunsHysteresis(t *testing.T) {
 func TestChannelRunsClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := runsChannels(3)
-		rs := []*request[int]{{}, {}, {}}
+		rs := []*request{{}, {}, {}}
 		require.NoError(t, e.enqueue(t.Context(), rs[0], false))
 		e.receive(<-e.runs) // rs[0] in the backlog
 		require.NoError(t, e.enqueue(t.Context(), rs[1], false))
 		require.NoError(t, e.enqueue(t.Context(), rs[2], false)) // staged behind rs[1]'s run
 		ws := make([]*lineResult, 3)
 		for i := range ws {
-			ws[i] = lineSubmit(e, t.Context(), &request[int]{})
+			ws[i] = lineSubmit(e, t.Context(), &request{})
 		}
 		synctest.Wait()
 		e.fence()
@@ -137,7 +137,7 @@ func TestChannelRunsClose(t *testing.T) {
 			require.True(t, w.done, "waiter %d", i)
 			require.ErrorIs(t, w.err, ErrClosed)
 		}
-		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, true), ErrClosed)
+		require.ErrorIs(t, e.enqueue(t.Context(), &request{}, true), ErrClosed)
 		require.False(t, e.intakeEmpty())
 		assert.ElementsMatch(t, rs, e.takeIntake())
 		assert.True(t, e.intakeEmpty())
@@ -156,14 +156,14 @@ func TestChannelRunsStress(t *testing.T) {
 		defer cancel()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		in := map[*request[int]]bool{}
+		in := map[*request]bool{}
 		for i := range n {
 			wg.Go(func() {
 				c := t.Context()
 				if i%3 == 0 {
 					c = ctx
 				}
-				r := &request[int]{}
+				r := &request{}
 				if e.enqueue(c, r, true) == nil {
 					mu.Lock()
 					in[r] = true
@@ -171,7 +171,7 @@ func TestChannelRunsStress(t *testing.T) {
 				}
 			})
 		}
-		got := map[*request[int]]bool{}
+		got := map[*request]bool{}
 		take := func() {
 			for _, r := range e.takeAll() {
 				require.False(t, got[r], "taken twice")
@@ -207,7 +207,7 @@ func TestChannelRunsStress(t *testing.T) {
 func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := fullRuns(t, 4)
-		r := &request[int]{}
+		r := &request{}
 		w := lineSubmit(e, t.Context(), r)
 		synctest.Wait()
 		e.d.b.dispatched += 2 // half the buffer free: the balancer offers
@@ -217,8 +217,8 @@ func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 		// A newcomer arriving between the offer and the waiter's wake-up
 		// takes the room nobody was offered, not the waiter's.
 		e.in.mu.Unlock()
-		require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false))
-		require.ErrorIs(t, e.enqueue(t.Context(), &request[int]{}, false), ErrBusy, "the last room is offered")
+		require.NoError(t, e.enqueue(t.Context(), &request{}, false))
+		require.ErrorIs(t, e.enqueue(t.Context(), &request{}, false), ErrBusy, "the last room is offered")
 		synctest.Wait()
 		require.True(t, w.done)
 		require.NoError(t, w.err)
@@ -237,11 +237,11 @@ func TestChannelSettleRefillsSpares(t *testing.T) {
 		e := runsChannels(capacity)
 		if capacity == 0 {
 			e.runs = nil
-			e.reqs = make(chan *request[int])
+			e.reqs = make(chan *request)
 		}
 		e.most = 8
 		for range 3 {
-			e.free = append(e.free, &request[int]{async: true})
+			e.free = append(e.free, &request{async: true})
 		}
 		e.settle(false)
 		assert.Empty(t, e.free, "capacity %d", capacity)
@@ -255,7 +255,7 @@ func TestChannelSettleRefillsSpares(t *testing.T) {
 func TestChannelRunsWaiterNotPassedForEver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := fullRuns(t, 4)
-		w := lineSubmit(e, t.Context(), &request[int]{})
+		w := lineSubmit(e, t.Context(), &request{})
 		synctest.Wait()
 		passed := 0
 		for range 1000 {
@@ -265,7 +265,7 @@ func TestChannelRunsWaiterNotPassedForEver(t *testing.T) {
 			if w.done {
 				break
 			}
-			require.NoError(t, e.enqueue(t.Context(), &request[int]{}, false), "room nobody was offered")
+			require.NoError(t, e.enqueue(t.Context(), &request{}, false), "room nobody was offered")
 			passed++
 		}
 		require.True(t, w.done, "passed by %d newcomers", passed)

@@ -7,7 +7,7 @@ import (
 
 // rendezvous sends r on Pike's unbuffered request channel
 // (WithIntakeBuffer(0)): accepted once the balancer receives it.
-func (e *channels[R]) rendezvous(ctx context.Context, r *request[R], block bool) error {
+func (e *channels) rendezvous(ctx context.Context, r *request, block bool) error {
 	e.closeMu.RLock()
 	defer e.closeMu.RUnlock()
 	if e.d.life.Load() != lifeOpen {
@@ -83,7 +83,7 @@ func (g *tryGate) set(open bool) {
 }
 
 // try sends r while the gate is open; ErrBusy once it is shut.
-func (e *channels[R]) try(r *request[R]) error {
+func (e *channels) try(r *request) error {
 	g := &e.gate
 	g.waiters.Add(1)
 	defer g.waiters.Add(-1)

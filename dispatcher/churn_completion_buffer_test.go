@@ -112,12 +112,12 @@ func churnCell(t *testing.T, opts ...dispatcher.Option) {
 					}
 					switch k % 3 {
 					case 0:
-						v, err := d.Do(context.Background(), task)
+						v, err := dispatcher.Do(context.Background(), d, task)
 						if assert.NoError(t, err) && assert.Equal(t, id, v) {
 							answered.Add(1)
 						}
 					case 1:
-						f, err := d.Submit(context.Background(), task)
+						f, err := dispatcher.Submit(context.Background(), d, task)
 						if assert.NoError(t, err) {
 							v, err := f.Wait(context.Background())
 							if assert.NoError(t, err) && assert.Equal(t, id, v) {
@@ -126,10 +126,11 @@ func churnCell(t *testing.T, opts ...dispatcher.Option) {
 						}
 					default:
 						goSent.Add(1)
-						err := d.Go(context.Background(), func(ctx context.Context) (int, error) {
+						err := d.Go(context.Background(), func(ctx context.Context) error {
 							v, err := task(ctx)
 							goRan.Add(1)
-							return v, err
+							_ = v
+							return err
 						})
 						assert.NoError(t, err)
 					}
@@ -154,14 +155,14 @@ func churnCell(t *testing.T, opts ...dispatcher.Option) {
 // once the running tasks end (and then promptly).
 func TestCloseDeadlineWithRemovedWorker(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(3), dispatcher.WithWorkerBuffer(4))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(3), dispatcher.WithWorkerBuffer(4))
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var started atomic.Int64
 		task := func(context.Context) (int, error) { started.Add(1); <-release; return 7, nil }
 		var fs []*dispatcher.Future[int]
 		for range 12 {
-			f, err := d.Submit(context.Background(), task)
+			f, err := dispatcher.Submit(context.Background(), d, task)
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}

@@ -19,7 +19,7 @@ func TestResizeChurnReusesIndices(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		for round := range 5 {
 			require.NoError(t, d.Resize(1000), "round %d", round)
-			_, err := d.Do(context.Background(), ok(1))
+			_, err := dispatcher.Do(context.Background(), d, ok(1))
 			require.NoError(t, err)
 			require.NoError(t, d.Resize(2), "round %d", round)
 		}
@@ -32,7 +32,7 @@ func TestResizeChurnReusesIndices(t *testing.T) {
 			}
 		}
 		require.Equal(t, 2, live)
-		v, err := d.Do(context.Background(), ok(7))
+		v, err := dispatcher.Do(context.Background(), d, ok(7))
 		require.NoError(t, err)
 		require.Equal(t, 7, v)
 	})
@@ -49,7 +49,7 @@ func TestAddRemovePairsNeverExhaust(t *testing.T) {
 			i, err := d.AddWorker(1)
 			require.NoError(t, err, "pair %d", k)
 			if k%500 == 0 {
-				_, err := d.Do(ctx, ok(k))
+				_, err := dispatcher.Do(ctx, d, ok(k))
 				require.NoError(t, err)
 			}
 			require.NoError(t, d.RemoveWorker(i), "pair %d", k)

@@ -105,7 +105,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 	fail := func(err error) { firstErr.CompareAndSwap(nil, &err) }
 
 	var panics, slow atomic.Int64
-	d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(4),
+	d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(4),
 		dispatcher.WithWorkerBuffer(4),
 		dispatcher.WithPanicHandler(func(*dispatcher.PanicError) {
 			if panics.Add(1)%4 == 0 {
@@ -126,7 +126,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 			doubles.Add(1)
 		}
 	}
-	task := func(id int) dispatcher.Task[int] {
+	task := func(id int) func(context.Context) (int, error) {
 		return func(context.Context) (int, error) {
 			run(id)
 			if churnPanics(id) {
@@ -135,7 +135,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 			return id, nil
 		}
 	}
-	bigTask := func(id int) dispatcher.Task[int] {
+	bigTask := func(id int) func(context.Context) (int, error) {
 		buf := make([]byte, churnBig)
 		buf[len(buf)-1] = byte(id)
 		return func(context.Context) (int, error) {
@@ -256,7 +256,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 					if !ok {
 						return
 					}
-					v, err := d.Do(ctx, task(id))
+					v, err := dispatcher.Do(ctx, d, task(id))
 					answer(id, v, err)
 				}
 			})
@@ -271,7 +271,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 					if !ok {
 						break
 					}
-					f, err := d.Submit(ctx, task(id))
+					f, err := dispatcher.Submit(ctx, d, task(id))
 					if err != nil {
 						fail(fmt.Errorf("Submit %d: %w", id, err))
 						return
@@ -295,10 +295,11 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 					return
 				}
 				goPending.Add(1)
-				err := d.Go(ctx, func(context.Context) (int, error) {
+				err := d.Go(ctx, func(context.Context) error {
 					defer goPending.Add(-1)
 					state[id].Add(churnAnswer)
-					return task(id)(ctx)
+					_, err := task(id)(ctx)
+					return err
 				})
 				if err != nil {
 					goPending.Add(-1)
@@ -310,7 +311,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 		wg.Go(func() { // groups of 16, every fourth task capturing 64 KiB
 			ids := make([]int, 0, 16)
 			for !stop.Load() && firstErr.Load() == nil {
-				g := d.Group(ctx, dispatcher.CollectErrors())
+				g := dispatcher.NewGroup[int](ctx, d, dispatcher.CollectErrors())
 				ids = ids[:0]
 				for k := range 16 {
 					id, ok := newID(stop)
@@ -395,7 +396,7 @@ func runChurnSoak(t *testing.T, eng dispatcher.Engine, cfg churnSoak) churnRepor
 		c.changeCost = samples[n/2]
 		for k := range samples {
 			t0 := time.Now()
-			v, err := d.Do(ctx, ok(k))
+			v, err := dispatcher.Do(ctx, d, ok(k))
 			samples[k] = time.Since(t0)
 			require.NoError(t, err)
 			require.Equal(t, k, v)

@@ -21,17 +21,17 @@ import (
 func TestCloseDrainsQueued(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const n = 10_000
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(4), dispatcher.WithIntakeBuffer(n))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(4), dispatcher.WithIntakeBuffer(n))
 		require.NoError(t, err)
 		release := make(chan struct{})
 		for range 2 {
-			_, err := d.Submit(context.Background(), blocker(release))
+			_, err := dispatcher.Submit(context.Background(), d, blocker(release))
 			require.NoError(t, err)
 		}
 		var ran atomic.Int64
 		futures := make([]*dispatcher.Future[int], n)
 		for i := range futures {
-			futures[i], err = d.Submit(context.Background(), func(context.Context) (int, error) { ran.Add(1); return i, nil })
+			futures[i], err = dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { ran.Add(1); return i, nil })
 			require.NoError(t, err)
 		}
 		closed := make(chan error, 1)
@@ -41,7 +41,7 @@ func TestCloseDrainsQueued(t *testing.T) {
 		// intake, and returns ErrClosed then.
 		within(t, 10*time.Second, "Close fences intake", func() {
 			for {
-				_, err := d.Submit(context.Background(), ok(0))
+				_, err := dispatcher.Submit(context.Background(), d, ok(0))
 				if errors.Is(err, dispatcher.ErrClosed) {
 					return
 				}
@@ -136,20 +136,20 @@ func TestCloseDeadline(t *testing.T) {
 }
 
 type submitted struct {
-	d  *dispatcher.Dispatcher[int]
+	d  *dispatcher.Dispatcher
 	fs []*dispatcher.Future[int]
 }
 
 // closeDeadlineSetup starts 2 workers each running task and 20 requests
 // queued behind them.
-func closeDeadlineSetup(t *testing.T, eng dispatcher.Engine, task dispatcher.Task[int]) (running, queued submitted, ran *atomic.Int64) {
-	d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(4), dispatcher.WithIntakeBuffer(32))
+func closeDeadlineSetup(t *testing.T, eng dispatcher.Engine, task func(context.Context) (int, error)) (running, queued submitted, ran *atomic.Int64) {
+	d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(4), dispatcher.WithIntakeBuffer(32))
 	require.NoError(t, err)
 	ran = new(atomic.Int64)
 	started := make(chan struct{}, 2)
 	running.d, queued.d = d, d
 	for range 2 {
-		f, err := d.Submit(context.Background(), func(ctx context.Context) (int, error) {
+		f, err := dispatcher.Submit(context.Background(), d, func(ctx context.Context) (int, error) {
 			ran.Add(1)
 			started <- struct{}{}
 			return task(ctx)
@@ -165,7 +165,7 @@ func closeDeadlineSetup(t *testing.T, eng dispatcher.Engine, task dispatcher.Tas
 		}
 	}
 	for range 20 {
-		f, err := d.Submit(context.Background(), func(context.Context) (int, error) { ran.Add(1); return 2, nil })
+		f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { ran.Add(1); return 2, nil })
 		require.NoError(t, err)
 		queued.fs = append(queued.fs, f)
 	}
@@ -184,11 +184,11 @@ func checkAbandoned(t *testing.T, queued submitted) {
 // safe and agree; everything after Close is ErrClosed; Stats still works.
 func TestCloseRepeatedAndConcurrent(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
 		require.NoError(t, err)
 		var fs []*dispatcher.Future[int]
 		for i := range 100 {
-			f, err := d.Submit(context.Background(), func(context.Context) (int, error) { burn(50 * time.Microsecond); return i, nil })
+			f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { burn(50 * time.Microsecond); return i, nil })
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}
@@ -211,13 +211,13 @@ func TestCloseRepeatedAndConcurrent(t *testing.T) {
 		cancel()
 		require.NoError(t, d.Close(ctx), "a stopped dispatcher closes successfully whatever the context")
 
-		_, err = d.Do(context.Background(), ok(1))
+		_, err = dispatcher.Do(context.Background(), d, ok(1))
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
-		_, err = d.Submit(context.Background(), ok(1))
+		_, err = dispatcher.Submit(context.Background(), d, ok(1))
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
-		_, err = d.TrySubmit(context.Background(), ok(1))
+		_, err = dispatcher.TrySubmit(context.Background(), d, ok(1))
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
-		_, err = d.Key(3).Do(context.Background(), ok(1))
+		_, err = dispatcher.Do(context.Background(), d.Key(3), ok(1))
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
 		_, err = d.AddWorker(1)
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
@@ -237,7 +237,7 @@ func TestSubmitRacesClose(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for round := range 20 {
 			intake := []int{0, 1, 64}[round%3]
-			d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1+round%4), dispatcher.WithWorkerBuffer(round%5), dispatcher.WithIntakeBuffer(intake))
+			d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1+round%4), dispatcher.WithWorkerBuffer(round%5), dispatcher.WithIntakeBuffer(intake))
 			require.NoError(t, err)
 			var accepted, answered, ran, abandoned atomic.Int64
 			stop := make(chan struct{})
@@ -251,15 +251,15 @@ func TestSubmitRacesClose(t *testing.T) {
 						switch g % 3 {
 						case 0:
 							var v int
-							if v, err = d.Do(context.Background(), task); err == nil {
+							if v, err = dispatcher.Do(context.Background(), d, task); err == nil {
 								accepted.Add(1)
 								answered.Add(1)
 								assert.Equal(t, g, v)
 							}
 						case 1:
-							f, err = d.Submit(context.Background(), task)
+							f, err = dispatcher.Submit(context.Background(), d, task)
 						case 2:
-							f, err = d.TrySubmit(context.Background(), task)
+							f, err = dispatcher.TrySubmit(context.Background(), d, task)
 							if errors.Is(err, dispatcher.ErrBusy) {
 								continue
 							}

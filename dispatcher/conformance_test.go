@@ -66,10 +66,10 @@ func conformExactlyOnce(t *testing.T, opts []dispatcher.Option) {
 					var v int
 					var err error
 					if j%2 == 0 {
-						v, err = k.Do(context.Background(), task)
+						v, err = dispatcher.Do(context.Background(), k, task)
 					} else {
 						var f *dispatcher.Future[int]
-						if f, err = k.Submit(context.Background(), task); err == nil {
+						if f, err = dispatcher.Submit(context.Background(), k, task); err == nil {
 							v, err = f.Wait(context.Background())
 						}
 					}
@@ -130,7 +130,7 @@ func conformDrain(t *testing.T, opts []dispatcher.Option) {
 		if i == 0 {
 			task = blocker(release)
 		}
-		f, err := d.Submit(context.Background(), task)
+		f, err := dispatcher.Submit(context.Background(), d, task)
 		require.NoError(t, err)
 		queued = append(queued, f)
 	}
@@ -177,7 +177,7 @@ func conformDrain(t *testing.T, opts []dispatcher.Option) {
 // draining and abandoning what the schedule holds.
 func TestScheduleConformance(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		for _, sched := range dispatcher.Schedules {
+		for _, sched := range schedules {
 			t.Run("schedule="+sched.String(), func(t *testing.T) {
 				opts := []dispatcher.Option{dispatcher.WithEngine(eng), dispatcher.WithStrategyName("least-pending"), dispatcher.WithSchedule(sched)}
 				t.Run("exactly-once", func(t *testing.T) { conformExactlyOnce(t, opts) })
@@ -244,7 +244,7 @@ func conformTenantsChurn(t *testing.T, sched dispatcher.Schedule, opts []dispatc
 				if sched == dispatcher.Fair {
 					gopts = append(gopts, dispatcher.Share(1+3*g))
 				}
-				grp := d.Group(context.Background(), gopts...)
+				grp := dispatcher.NewGroup[int](context.Background(), d, gopts...)
 				for j := range per {
 					id := g*per + j
 					task := func(context.Context) (int, error) { runs[id].Add(1); return id, nil }
@@ -264,7 +264,7 @@ func conformTenantsChurn(t *testing.T, sched dispatcher.Schedule, opts []dispatc
 			for j := range plain {
 				id := groups*per + j
 				task := func(context.Context) (int, error) { runs[id].Add(1); return id, nil }
-				v, err := d.Priority(j%classes).Do(context.Background(), task)
+				v, err := dispatcher.Do(context.Background(), d.Priority(j%classes), task)
 				if assert.NoError(t, err) {
 					assert.Equal(t, id, v)
 				}
@@ -300,7 +300,7 @@ func conformCloseSchedule(t *testing.T, sched dispatcher.Schedule, opts []dispat
 	synctest.Test(t, func(t *testing.T) {
 		d := bubbleDispatcher(t, append(opts, dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(1), dispatcher.WithIntakeBuffer(32))...)
 		release, started := make(chan struct{}), make(chan struct{})
-		held, err := d.Submit(context.Background(), func(context.Context) (int, error) { close(started); <-release; return -1, nil })
+		held, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { close(started); <-release; return -1, nil })
 		require.NoError(t, err)
 		<-started
 		classes := 1
@@ -314,7 +314,7 @@ func conformCloseSchedule(t *testing.T, sched dispatcher.Schedule, opts []dispat
 		if sched == dispatcher.Fair {
 			gopts = append(gopts, dispatcher.Share(3))
 		}
-		grp := d.Group(context.Background(), gopts...)
+		grp := dispatcher.NewGroup[int](context.Background(), d, gopts...)
 		for i := range n {
 			task := func(context.Context) (int, error) { runs[i].Add(1); return i, nil }
 			ctx := context.Background()
@@ -323,7 +323,7 @@ func conformCloseSchedule(t *testing.T, sched dispatcher.Schedule, opts []dispat
 				defer cancel()
 				ctx = c
 			}
-			f, err := d.Priority(i%classes).Submit(ctx, task)
+			f, err := dispatcher.Submit(ctx, d.Priority(i%classes), task)
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}

@@ -2,7 +2,7 @@ package dispatcher
 
 // exec runs f on the balancer goroutine and returns its error, or
 // ErrClosed when the dispatcher is closing or stopped.
-func (d *Dispatcher[R]) exec(f func() error) error {
+func (d *Dispatcher) exec(f func() error) error {
 	if !d.made() {
 		return ErrNotStarted
 	}
@@ -20,7 +20,7 @@ func (d *Dispatcher[R]) exec(f func() error) error {
 }
 
 // call runs f on the balancer goroutine, also while it drains after Close.
-func (d *Dispatcher[R]) call(f func() error) error {
+func (d *Dispatcher) call(f func() error) error {
 	errc := make(chan error, 1)
 	// Announce the call so a busy balancer looks at ctl (it does not poll
 	// the channel: a select per loop costs more than the atomic).
@@ -38,7 +38,7 @@ func (d *Dispatcher[R]) call(f func() error) error {
 // serveControl runs the control call announced by call (ctlWaiting > 0)
 // if its caller has reached its send. A busy balancer looks at the atomic
 // each turn, not at ctl: a select per turn costs more. Balancer only.
-func (d *Dispatcher[R]) serveControl() {
+func (d *Dispatcher) serveControl() {
 	select {
 	case f := <-d.ctl:
 		d.ctlWaiting.Add(-1)

@@ -64,11 +64,11 @@ func TestAddWorkerAfterCloseBegan(t *testing.T) {
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(g))
 			closedAtAdd := make(chan bool, 1)
 			g.onAdd = func() {
-				_, err := d.TrySubmit(context.Background(), ok(0))
+				_, err := dispatcher.TrySubmit(context.Background(), d, ok(0))
 				closedAtAdd <- errors.Is(err, dispatcher.ErrClosed)
 			}
 			g.armed.Store(true)
-			f, err := d.Submit(context.Background(), ok(1))
+			f, err := dispatcher.Submit(context.Background(), d, ok(1))
 			require.NoError(t, err)
 			<-g.entered // the balancer is inside Pick
 
@@ -79,7 +79,7 @@ func TestAddWorkerAfterCloseBegan(t *testing.T) {
 			closed := make(chan error, 1)
 			go func() { closed <- d.Close(context.Background()) }()
 			synctest.Wait() // Close has fenced the intake and waits for the balancer
-			_, err = d.TrySubmit(context.Background(), ok(2))
+			_, err = dispatcher.TrySubmit(context.Background(), d, ok(2))
 			require.ErrorIs(t, err, dispatcher.ErrClosed, "Close fences the intake")
 
 			close(g.gate)

@@ -86,14 +86,14 @@ func matrixCell(t *testing.T, requesters int, opts []dispatcher.Option) {
 // every task returning its own id, and counts the correct answers.
 // Requester g uses routing key g, so affinity strategies spread the
 // requesters instead of sending all to the worker of key 0.
-func requestLoop(t *testing.T, d *dispatcher.Dispatcher[int], requesters, per int, answered *atomic.Int64) {
+func requestLoop(t *testing.T, d *dispatcher.Dispatcher, requesters, per int, answered *atomic.Int64) {
 	var wg sync.WaitGroup
 	for g := range requesters {
 		key := d.Key(uint64(g))
 		wg.Go(func() {
 			for k := range per {
 				id := g*per + k
-				v, err := key.Do(context.Background(), func(context.Context) (int, error) {
+				v, err := dispatcher.Do(context.Background(), key, func(context.Context) (int, error) {
 					if id%3 == 0 {
 						runtime.Gosched() // vary completion order
 					}

@@ -24,7 +24,6 @@
 package dispatcher
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,10 +31,6 @@ import (
 	"github.com/gobalancer/balancer/internal/cacheline"
 	"github.com/gobalancer/balancer/strategies"
 )
-
-// Task is the work a request carries. It runs on a worker goroutine with
-// the request's context.
-type Task[R any] func(ctx context.Context) (R, error)
 
 // Dispatcher balances tasks returning R over a set of workers. Create it
 // with New and stop it with Close. All methods are safe for concurrent use.
@@ -55,13 +50,13 @@ type Task[R any] func(ctx context.Context) (R, error)
 // Cost: one balancer hand-off per request, shared by both engines; Do
 // and Go allocate nothing, nor does Submit when it reuses a Future handed
 // back by Release (TestDoAllocatesNothing, BenchmarkSubmit).
-type Dispatcher[R any] struct {
+type Dispatcher struct {
 	// life is the one lifecycle state: open, then draining once Close has
 	// fenced the intake, abandoning once Close's context ended first,
 	// stopped once every goroutine has exited. It only moves forward.
 	life    atomic.Int32
-	abandon error     // the answer of abandoned requests; set before abandoning
-	eng     engine[R] // the engine: its intake, links and balancer loop
+	abandon error  // the answer of abandoned requests; set before abandoning
+	eng     engine // the engine: its intake, links and balancer loop
 	stopped chan struct{}
 	closing chan struct{} // closed when Close begins: waits outside the intake end
 	ctl     chan func()
@@ -86,21 +81,20 @@ type Dispatcher[R any] struct {
 	closeOnce   sync.Once
 	abandonOnce sync.Once
 
-	reqs    sync.Pool
-	futures sync.Pool             // Futures handed back by Release
-	final   atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
-	adm     admissionState        // WithDeadlineAdmission's figures
+	pools sync.Map              // per result type: Do's holders and Futures (poolOf)
+	final atomic.Pointer[Stats] // the last snapshot, taken when the balancer stopped
+	adm   admissionState        // WithDeadlineAdmission's figures
 
-	b balancer[R] // owned by the balancer goroutine
+	b balancer // owned by the balancer goroutine
 }
 
 // made reports whether d was made by New: the zero value and a nil
 // pointer answer ErrNotStarted from every method instead of crashing.
-func (d *Dispatcher[R]) made() bool { return d != nil && d.stopped != nil }
+func (d *Dispatcher) made() bool { return d != nil && d.stopped != nil }
 
 // New starts a dispatcher and its workers. Bad options yield an error
 // wrapping ErrBadOption (and the strategy's own error, if any).
-func New[R any](opts ...Option) (*Dispatcher[R], error) {
+func New(opts ...Option) (*Dispatcher, error) {
 	c := defaults()
 	for _, o := range opts {
 		if o == nil {
@@ -135,7 +129,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 		c.intake = c.workers * depth
 	}
 
-	d := &Dispatcher[R]{
+	d := &Dispatcher{
 		ctl:     make(chan func()),
 		stopped: make(chan struct{}),
 		closing: make(chan struct{}),
@@ -149,8 +143,6 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	if c.workerIndex {
 		d.idxKey = new(workerIndexKey)
 	}
-	d.reqs.New = func() any { return &request[R]{done: make(chan struct{}, 1)} }
-	d.futures.New = func() any { return newFuture(d) }
 	if c.engine == Channels && c.completion < 0 {
 		// A slot for every request that can be pending: a worker never
 		// waits for the balancer to take its report. With one slot per
@@ -166,7 +158,7 @@ func New[R any](opts ...Option) (*Dispatcher[R], error) {
 	d.eng = newEngine(d, c.engine, &c, depth, base)
 	d.b.init(strat, d.eng, depth, base, budget, weights)
 	d.b.book = d.book
-	d.b.sched = newScheduler[R](c.schedule, d.book)
+	d.b.sched = newScheduler(c.schedule, d.book)
 	if in := d.b.laneIn; in != nil && in.cap > 0 { // without a buffer (Pike's rendezvous) nothing waits for room
 		in.mode = lanesFor(c.schedule)
 	}

@@ -52,7 +52,7 @@ func TestDoneElapsedIsPerTask(t *testing.T) {
 				var took [n]time.Duration
 				var fs []*dispatcher.Future[int]
 				for i := range n {
-					f, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+					f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) {
 						start := time.Now()
 						time.Sleep(task)
 						took[i] = time.Since(start)

@@ -34,9 +34,6 @@ const (
 // calling Do (docs/performance.md has both figures and their commands).
 const DefaultEngine = Channels
 
-// Engines lists every engine, in the order the demo shows them.
-var Engines = []Engine{Channels, Rings}
-
 // String returns the engine's name: "channels" or "rings".
 func (e Engine) String() string {
 	switch e {
@@ -48,15 +45,26 @@ func (e Engine) String() string {
 	return fmt.Sprintf("Engine(%d)", int(e))
 }
 
-// ParseEngine returns the engine named s ("channels" or "rings"), or an
-// error wrapping ErrBadOption.
-func ParseEngine(s string) (Engine, error) {
-	for _, e := range Engines {
-		if strings.EqualFold(s, e.String()) {
-			return e, nil
+// MarshalText returns the engine's name; an unknown engine is an error
+// wrapping ErrBadOption.
+func (e Engine) MarshalText() ([]byte, error) {
+	if e != Channels && e != Rings {
+		return nil, fmt.Errorf("%w: unknown engine %d", ErrBadOption, int(e))
+	}
+	return []byte(e.String()), nil
+}
+
+// UnmarshalText sets e to the engine named by text ("channels" or
+// "rings", in any case), so flag.TextVar takes an Engine; another name is
+// an error wrapping ErrBadOption, and e is unchanged.
+func (e *Engine) UnmarshalText(text []byte) error {
+	for _, x := range [...]Engine{Channels, Rings} {
+		if strings.EqualFold(string(text), x.String()) {
+			*e = x
+			return nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown engine %q (want channels or rings)", ErrBadOption, s)
+	return fmt.Errorf("%w: unknown engine %q (want channels or rings)", ErrBadOption, text)
 }
 
 // WithEngine selects the engine (default DefaultEngine).
@@ -79,15 +87,15 @@ func WithEngine(e Engine) Option {
 // The submitter side (enqueue, enqueueGo, fence, kick) is called from any
 // goroutine; the rest (the links, loop, reap, intakeStats) belongs to the
 // balancer goroutine.
-type engine[R any] interface {
-	links[R]
+type engine interface {
+	links
 	// enqueue hands r to the balancer, waiting for room if block. Once it
 	// returns nil, r will be answered exactly once.
-	enqueue(ctx context.Context, r *request[R], block bool) error
+	enqueue(ctx context.Context, r *request, block bool) error
 	// enqueueGo is enqueue for Go: the engine supplies the request (its
 	// own recycled one), filled from m, so nothing is allocated unless the
 	// request is accepted.
-	enqueueGo(ctx context.Context, m meta, fn Task[R]) error
+	enqueueGo(ctx context.Context, m meta, fn goTask) error
 	// fence stops intake for Close: every later submit, and every blocked
 	// one, returns ErrClosed, and the lifecycle moves to draining.
 	fence()
@@ -106,7 +114,7 @@ type engine[R any] interface {
 }
 
 // newEngine builds the engine e for d: the one place an engine is chosen.
-func newEngine[R any](d *Dispatcher[R], e Engine, c *config, depth, base int) engine[R] {
+func newEngine(d *Dispatcher, e Engine, c *config, depth, base int) engine {
 	if e == Channels {
 		return newChannels(d, c.workers, depth, c.intake, c.completion)
 	}

@@ -97,7 +97,7 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 	if r.schedule != 0 {
 		opts = append(opts, dispatcher.WithSchedule(r.schedule))
 	}
-	d, err := dispatcher.New[int](append(opts, r.opts...)...)
+	d, err := dispatcher.New(append(opts, r.opts...)...)
 	require.NoError(t, err)
 
 	var (
@@ -196,16 +196,16 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 		switch kind {
 		case kindCancelBefore:
 			cancel()
-			v, err = view.Do(ctx, task)
+			v, err = dispatcher.Do(ctx, view, task)
 		case kindCancelQueued:
 			var f *dispatcher.Future[int]
-			if f, err = view.Submit(ctx, task); err == nil {
+			if f, err = dispatcher.Submit(ctx, view, task); err == nil {
 				cancel()
 				v, err = f.Wait(context.Background())
 			}
 		case kindCancelRunning:
 			var f *dispatcher.Future[int]
-			if f, err = view.Submit(ctx, task); err == nil {
+			if f, err = dispatcher.Submit(ctx, view, task); err == nil {
 				select {
 				case <-started:
 				case <-time.After(r.bound):
@@ -216,10 +216,10 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 			}
 		default:
 			if id%2 == 0 {
-				v, err = view.Do(ctx, task)
+				v, err = dispatcher.Do(ctx, view, task)
 			} else {
 				var f *dispatcher.Future[int]
-				if f, err = view.Submit(ctx, task); err == nil {
+				if f, err = dispatcher.Submit(ctx, view, task); err == nil {
 					v, err = f.Wait(context.Background())
 				}
 			}
@@ -321,7 +321,7 @@ func runExactlyOnce(t *testing.T, eng dispatcher.Engine, base faultRun) {
 // and worker churn while the schedule reorders the requests.
 func TestExactlyOnceSchedules(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		for i, s := range dispatcher.Schedules {
+		for i, s := range schedules {
 			t.Run("schedule="+s.String(), func(t *testing.T) {
 				rep := runFaults(t, faultRun{
 					requests: 1500, requesters: 8, workers: 3, maxWork: 10 * time.Microsecond,

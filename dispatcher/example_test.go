@@ -15,14 +15,14 @@ import (
 // answers, which come back in submission order (examples/fanout is the
 // longer version).
 func Example_fanout() {
-	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(4))
+	d, err := dispatcher.New(dispatcher.WithWorkers(4))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 
 	chunks := [][]byte{[]byte("alpha"), []byte("beta"), []byte("gamma")}
-	g := d.Group(context.Background())
+	g := dispatcher.NewGroup[[32]byte](context.Background(), d)
 	for _, c := range chunks {
 		g.Go(func(context.Context) ([32]byte, error) { return sha256.Sum256(c), nil })
 	}
@@ -44,15 +44,15 @@ func Example_fanout() {
 // failure in either stage cancels both (examples/pipeline is the longer
 // version).
 func Example_pipeline() {
-	parse, _ := dispatcher.New[struct{}](dispatcher.WithWorkers(2))
+	parse, _ := dispatcher.New(dispatcher.WithWorkers(2))
 	defer parse.Close(context.Background())
-	square, _ := dispatcher.New[[2]int](dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithIntakeBuffer(2))
+	square, _ := dispatcher.New(dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithIntakeBuffer(2))
 	defer square.Close(context.Background())
 
 	run := func(records []string) ([]int, error) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		defer cancel(nil)
-		stage2, stage1 := square.Group(ctx), parse.Group(ctx)
+		stage2, stage1 := dispatcher.NewGroup[[2]int](ctx, square), dispatcher.NewGroup[struct{}](ctx, parse)
 		for i, rec := range records {
 			stage1.Go(func(context.Context) (struct{}, error) {
 				n, err := strconv.Atoi(rec)
@@ -84,11 +84,11 @@ func Example_pipeline() {
 
 // The first error cancels the group's context, so tasks still queued end
 // without running, and Wait returns that error (errgroup.WithContext).
-func ExampleDispatcher_Group() {
-	d, _ := dispatcher.New[int](dispatcher.WithWorkers(1))
+func ExampleNewGroup() {
+	d, _ := dispatcher.New(dispatcher.WithWorkers(1))
 	defer d.Close(context.Background())
 
-	g := d.Group(context.Background())
+	g := dispatcher.NewGroup[int](context.Background(), d)
 	g.Go(func(context.Context) (int, error) { return 1, nil })
 	g.Go(func(context.Context) (int, error) { return 0, errors.New("task 2 failed") })
 	g.Go(func(ctx context.Context) (int, error) { return 3, ctx.Err() })
@@ -103,10 +103,10 @@ func ExampleDispatcher_Group() {
 // CollectErrors runs every task and joins every error, in submission
 // order (conc's WithErrors); a panic is one of them.
 func ExampleCollectErrors() {
-	d, _ := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, _ := dispatcher.New(dispatcher.WithWorkers(2))
 	defer d.Close(context.Background())
 
-	g := d.Group(context.Background(), dispatcher.CollectErrors())
+	g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.CollectErrors())
 	for i := range 4 {
 		g.Go(func(context.Context) (int, error) {
 			switch i {
@@ -131,11 +131,11 @@ func ExampleCollectErrors() {
 
 // TryGo submits only when the dispatcher has room now.
 func ExampleGroup_TryGo() {
-	d, _ := dispatcher.New[int](dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+	d, _ := dispatcher.New(dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
 	defer d.Close(context.Background())
 
 	release, started := make(chan struct{}), make(chan struct{})
-	g := d.Group(context.Background())
+	g := dispatcher.NewGroup[int](context.Background(), d)
 	g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil })
 	<-started
 	d.Stats() // the balancer has counted the busy worker's room by now
@@ -151,10 +151,10 @@ func ExampleGroup_TryGo() {
 // tasks, whose answers nobody reads.
 func ExampleWithPanicHandler() {
 	seen := make(chan any, 1)
-	d, _ := dispatcher.New[int](dispatcher.WithPanicHandler(func(pe *dispatcher.PanicError) {
+	d, _ := dispatcher.New(dispatcher.WithPanicHandler(func(pe *dispatcher.PanicError) {
 		seen <- pe.Value
 	}))
-	d.Go(context.Background(), func(context.Context) (int, error) { panic("lost otherwise") })
+	d.Go(context.Background(), func(context.Context) error { panic("lost otherwise") })
 	fmt.Println(<-seen)
 	d.Close(context.Background())
 	fmt.Println(d.Stats().Panics)
@@ -166,7 +166,7 @@ func ExampleWithPanicHandler() {
 // Resize grows or shrinks the worker set in one call; shrinking removes
 // the highest-index workers once they have finished their queues.
 func ExampleDispatcher_Resize() {
-	d, _ := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, _ := dispatcher.New(dispatcher.WithWorkers(2))
 	defer d.Close(context.Background())
 
 	fmt.Println(d.Resize(4))
@@ -185,42 +185,42 @@ func ExampleDispatcher_Resize() {
 	// true
 }
 
-func ExampleDispatcher_Do() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+func ExampleDo() {
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 
-	v, err := d.Do(context.Background(), func(context.Context) (int, error) { return 6 * 7, nil })
+	v, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { return 6 * 7, nil })
 	fmt.Println(v, err)
 	// Output: 42 <nil>
 }
 
-func ExampleDispatcher_Do_panic() {
-	d, _ := dispatcher.New[int]()
+func ExampleDo_panic() {
+	d, _ := dispatcher.New()
 	defer d.Close(context.Background())
 
-	_, err := d.Do(context.Background(), func(context.Context) (int, error) { panic("boom") })
+	_, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { panic("boom") })
 	var pe *dispatcher.PanicError
 	fmt.Println(errors.Is(err, dispatcher.ErrTaskPanicked), errors.As(err, &pe) && pe.Value == "boom")
 	// Output: true true
 }
 
-func ExampleDispatcher_TrySubmit() {
-	d, _ := dispatcher.New[string](dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+func ExampleTrySubmit() {
+	d, _ := dispatcher.New(dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
 	defer d.Close(context.Background())
 
 	release := make(chan struct{})
 	started := make(chan struct{})
-	slow, _ := d.Submit(context.Background(), func(context.Context) (string, error) {
+	slow, _ := dispatcher.Submit(context.Background(), d, func(context.Context) (string, error) {
 		close(started)
 		<-release
 		return "slow", nil
 	})
 	<-started
 	// The only worker is busy and the intake is a rendezvous: no room.
-	_, err := d.TrySubmit(context.Background(), func(context.Context) (string, error) { return "", nil })
+	_, err := dispatcher.TrySubmit(context.Background(), d, func(context.Context) (string, error) { return "", nil })
 	fmt.Println(errors.Is(err, dispatcher.ErrBusy))
 	close(release)
 	fmt.Println(slow.Wait(context.Background()))
@@ -232,14 +232,14 @@ func ExampleDispatcher_TrySubmit() {
 // Requests with the same routing key reach the same worker under an
 // affinity strategy.
 func ExampleDispatcher_Key() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(4), dispatcher.WithStrategyName("consistent-hash"))
+	d, err := dispatcher.New(dispatcher.WithWorkers(4), dispatcher.WithStrategyName("consistent-hash"))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 
 	user := d.Key(42)
-	v, err := user.Do(context.Background(), func(context.Context) (int, error) { return 1, nil })
+	v, err := dispatcher.Do(context.Background(), user, func(context.Context) (int, error) { return 1, nil })
 	fmt.Println(v, err)
 	// Output: 1 <nil>
 }
@@ -247,14 +247,14 @@ func ExampleDispatcher_Key() {
 // Close drains what was accepted; with a deadline it gives up on what has
 // not started.
 func ExampleDispatcher_Close() {
-	d, _ := dispatcher.New[int](dispatcher.WithWorkers(1))
-	f, _ := d.Submit(context.Background(), func(context.Context) (int, error) {
+	d, _ := dispatcher.New(dispatcher.WithWorkers(1))
+	f, _ := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) {
 		time.Sleep(10 * time.Millisecond)
 		return 1, nil
 	})
 	fmt.Println(d.Close(context.Background()))
 	fmt.Println(f.Wait(context.Background()))
-	_, err := d.Do(context.Background(), func(context.Context) (int, error) { return 2, nil })
+	_, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { return 2, nil })
 	fmt.Println(errors.Is(err, dispatcher.ErrClosed))
 	// Output:
 	// <nil>
@@ -265,12 +265,12 @@ func ExampleDispatcher_Close() {
 // Weighted workers: swrr sends each worker its exact share, interleaved
 // (examples/weighted is the longer version).
 func ExampleWithWeights() {
-	d, err := dispatcher.New[int](dispatcher.WithWeights(2, 1, 1), dispatcher.WithStrategyName("swrr"))
+	d, err := dispatcher.New(dispatcher.WithWeights(2, 1, 1), dispatcher.WithStrategyName("swrr"))
 	if err != nil {
 		panic(err)
 	}
 	for i := range 400 {
-		if _, err := d.Submit(context.Background(), func(context.Context) (int, error) { return i, nil }); err != nil {
+		if _, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { return i, nil }); err != nil {
 			panic(err)
 		}
 	}
@@ -286,15 +286,15 @@ func ExampleWithWeights() {
 
 // Keyed requests under consistent-hash run in submission order per key:
 // they all reach one worker, whose queue is first in, first out.
-func ExampleKeyed_Submit() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(3), dispatcher.WithStrategyName("consistent-hash"))
+func ExampleView_keyed() {
+	d, err := dispatcher.New(dispatcher.WithWorkers(3), dispatcher.WithStrategyName("consistent-hash"))
 	if err != nil {
 		panic(err)
 	}
 	var order []int
 	var futures []*dispatcher.Future[int]
 	for seq := range 5 {
-		f, _ := d.Key(7).Submit(context.Background(), func(context.Context) (int, error) {
+		f, _ := dispatcher.Submit(context.Background(), d.Key(7), func(context.Context) (int, error) {
 			order = append(order, seq) // one worker runs key 7: no race
 			return seq, nil
 		})
@@ -312,20 +312,20 @@ func ExampleKeyed_Submit() {
 // worker's slot from its context.
 func ExampleWithWorkerIndex() {
 	const workers = 2
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithWorkerIndex())
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers), dispatcher.WithWorkerIndex())
 	if err != nil {
 		panic(err)
 	}
 	var bytesSeen [workers]int // one per worker: a worker runs one task at a time
 	words := []string{"alpha", "beta", "gamma", "delta"}
 	for _, w := range words {
-		err := d.Go(context.Background(), func(ctx context.Context) (int, error) {
+		err := d.Go(context.Background(), func(ctx context.Context) error {
 			i, ok := d.WorkerIndex(ctx)
 			if !ok {
-				return 0, errors.New("no worker index: WithWorkerIndex not given")
+				return errors.New("no worker index: WithWorkerIndex not given")
 			}
 			bytesSeen[i] += len(w)
-			return 0, nil
+			return nil
 		})
 		if err != nil {
 			panic(err)
@@ -342,14 +342,14 @@ func ExampleWithWorkerIndex() {
 // Hand Futures back with Release once their answers are read, and Submit
 // reuses them: a loop like this one allocates nothing per task.
 func ExampleFuture_Release() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 	sum := 0
 	for i := range 100 {
-		f, err := d.Submit(context.Background(), func(context.Context) (int, error) { return i, nil })
+		f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { return i, nil })
 		if err != nil {
 			panic(err)
 		}

@@ -35,7 +35,7 @@ func TestFaultChurnZeroBuffers(t *testing.T) {
 }
 
 func faultChurnRound(t *testing.T, round int, opts []dispatcher.Option) {
-	d, err := dispatcher.New[int](opts...)
+	d, err := dispatcher.New(opts...)
 	require.NoError(t, err)
 	const requesters, per = 12, 120
 	var accepted, answered atomic.Int64
@@ -92,13 +92,13 @@ func faultChurnRound(t *testing.T, round int, opts []dispatcher.Option) {
 					var v int
 					var err error
 					if k%2 == 0 {
-						v, err = d.Do(ctx, task)
+						v, err = dispatcher.Do(ctx, d, task)
 						if err == nil || ctx.Err() == nil {
 							accepted.Add(1)
 						}
 					} else {
 						var f *dispatcher.Future[int]
-						f, err = d.Submit(ctx, task)
+						f, err = dispatcher.Submit(ctx, d, task)
 						if err == nil {
 							accepted.Add(1)
 							v, err = f.Wait(context.Background())

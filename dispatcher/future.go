@@ -12,8 +12,9 @@ import (
 // needed, so a later Submit reuses it instead of allocating one: a loop of
 // Submit, Wait and Release allocates nothing.
 type Future[R any] struct {
-	r request[R]
-	d *Dispatcher[R] // whose pool Release returns the Future to
+	r request
+	typed[R]
+	d *Dispatcher // whose pool Release returns the Future to
 
 	// The answer is a token in r.done (capacity 1) that every Wait takes
 	// and puts back, so Waits need no channel of their own and a reused
@@ -34,11 +35,17 @@ const (
 	futurePooled                      // in the pool: Release is a no-op
 )
 
-func newFuture[R any](d *Dispatcher[R]) *Future[R] {
-	f := &Future[R]{d: d}
-	f.r.done = make(chan struct{}, 1)
-	f.r.fut = f
-	return f
+// futurePool returns d's pool of Futures of result type R.
+func futurePool[R any](d *Dispatcher) *sync.Pool {
+	if p, ok := poolOf[R, Future[R]](d); ok {
+		return p
+	}
+	return addPool[R, Future[R]](d, func() any {
+		f := &Future[R]{d: d}
+		f.r.done = make(chan struct{}, 1)
+		f.r.fut = f
+		return f
+	})
 }
 
 // answer publishes r's answer (res and err are set) on the worker that
@@ -82,14 +89,14 @@ func (f *Future[R]) Wait(ctx context.Context) (R, error) {
 	select {
 	case <-f.r.done:
 		f.r.done <- struct{}{} // for the next Wait: never blocks, one token
-		return f.r.res, f.r.err
+		return f.res, f.r.err
 	case <-ctx.Done():
 		if f.state.Load()&futureAnswered != 0 {
 			// Answered, the token held by another Wait for a moment: the
 			// answer is ready, so it wins over the context.
 			<-f.r.done
 			f.r.done <- struct{}{}
-			return f.r.res, f.r.err
+			return f.res, f.r.err
 		}
 		var zero R
 		return zero, ctx.Err()
@@ -121,9 +128,9 @@ func (f *Future[R]) recycle() {
 // putBack clears f, which holds no token, and puts it in the pool: a
 // Future whose request was never accepted goes straight here.
 func (f *Future[R]) putBack() {
-	var zero R
-	f.r.ctx, f.r.fn, f.r.meta, f.r.res, f.r.err, f.r.ret, f.r.took = nil, nil, meta{}, zero, nil, nil, 0
+	f.clear()
+	f.r.ctx, f.r.job, f.r.meta, f.r.err, f.r.ret, f.r.took = nil, nil, meta{}, nil, nil, 0
 	f.ch = nil
 	f.state.Store(futurePooled)
-	f.d.futures.Put(f)
+	futurePool[R](f.d).Put(f)
 }

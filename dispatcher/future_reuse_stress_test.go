@@ -20,7 +20,7 @@ import (
 func TestFutureReuseStress(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for round := range 4 {
-			d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+			d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 			require.NoError(t, err)
 			var next atomic.Int64
 			var wrong atomic.Int64
@@ -38,7 +38,7 @@ func TestFutureReuseStress(t *testing.T) {
 						}
 						v := int(next.Add(1))
 						spin := rng.IntN(3) == 0
-						f, err := d.Submit(ctx, func(context.Context) (int, error) {
+						f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) {
 							if spin {
 								for s := time.Now(); time.Since(s) < 5*time.Microsecond; {
 								}

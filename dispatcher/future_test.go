@@ -26,7 +26,7 @@ func TestSubmitReleaseAllocatesNothing(t *testing.T) {
 		var reused, kept float64
 		within(t, 30*time.Second, "Submit", func() {
 			reused = testing.AllocsPerRun(10000, func() {
-				f, err := d.Submit(ctx, task)
+				f, err := dispatcher.Submit(ctx, d, task)
 				if err != nil {
 					panic(err)
 				}
@@ -36,7 +36,7 @@ func TestSubmitReleaseAllocatesNothing(t *testing.T) {
 				f.Release()
 			})
 			kept = testing.AllocsPerRun(1000, func() {
-				f, _ := d.Submit(ctx, task)
+				f, _ := dispatcher.Submit(ctx, d, task)
 				_, _ = f.Wait(ctx)
 			})
 		})
@@ -54,7 +54,7 @@ func TestFutureManyWaiters(t *testing.T) {
 		gate := make(chan struct{})
 		open := sync.OnceFunc(func() { close(gate) })
 		defer open()
-		f, err := d.Submit(ctx, func(context.Context) (int, error) { <-gate; return 7, errors.New("seven") })
+		f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { <-gate; return 7, errors.New("seven") })
 		require.NoError(t, err)
 		early := f.Done()
 		var wg sync.WaitGroup
@@ -84,7 +84,7 @@ func TestFutureManyWaiters(t *testing.T) {
 func TestFutureWaitTimesOutThenAnswers(t *testing.T) {
 	d := newDispatcher(t, dispatcher.WithWorkers(1))
 	gate := make(chan struct{})
-	f, err := d.Submit(context.Background(), func(context.Context) (int, error) { <-gate; return 3, nil })
+	f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { <-gate; return 3, nil })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -105,14 +105,14 @@ func TestFutureReleaseBeforeAnswer(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		ctx := context.Background()
 		gate, ran := make(chan struct{}), make(chan struct{})
-		f, err := d.Submit(ctx, func(context.Context) (int, error) { <-gate; close(ran); return 1, errors.New("dropped") })
+		f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { <-gate; close(ran); return 1, errors.New("dropped") })
 		require.NoError(t, err)
 		f.Release()
 		f.Release()
 		close(gate)
 		within(t, 10*time.Second, "the released task", func() { <-ran })
 		for i := range 100 {
-			g, err := d.Submit(ctx, ok(i))
+			g, err := dispatcher.Submit(ctx, d, ok(i))
 			require.NoError(t, err)
 			v, err := g.Wait(ctx)
 			require.NoError(t, err, "a reused Future kept an old answer")
@@ -146,7 +146,7 @@ func TestFutureOfFailedSubmitIsClean(t *testing.T) {
 	// Room may open for a moment while the balancer moves requests: keep
 	// what gets in, until ten TrySubmits have failed.
 	for failed := 0; failed < 10; {
-		f, err := d.TrySubmit(ctx, func(context.Context) (int, error) { <-gate; return 1, nil })
+		f, err := dispatcher.TrySubmit(ctx, d, func(context.Context) (int, error) { <-gate; return 1, nil })
 		if err == nil {
 			held = append(held, f)
 			continue
@@ -162,7 +162,7 @@ func TestFutureOfFailedSubmitIsClean(t *testing.T) {
 	gate2 := make(chan struct{})
 	open2 := sync.OnceFunc(func() { close(gate2) })
 	defer open2()
-	f, err := d.Submit(ctx, func(context.Context) (int, error) { <-gate2; return 2, nil })
+	f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { <-gate2; return 2, nil })
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()

@@ -68,7 +68,7 @@ func FuzzDispatcher(f *testing.F) {
 func fuzzRun(t *testing.T, data []byte) {
 	cfg := data[0]
 	opts := []dispatcher.Option{
-		dispatcher.WithEngine(dispatcher.Engines[int(cfg>>7)%len(dispatcher.Engines)]),
+		dispatcher.WithEngine(engines[int(cfg>>7)%len(engines)]),
 		dispatcher.WithWorkers(1 + int(cfg%4)),
 		dispatcher.WithWorkerBuffer([]int{0, 1, 4}[cfg>>2%3]),
 		dispatcher.WithStrategyName([]string{"least-pending", "round-robin"}[cfg>>6&1]),
@@ -76,7 +76,7 @@ func fuzzRun(t *testing.T, data []byte) {
 	if intake := []int{0, 2, -1}[cfg>>4%3]; intake >= 0 {
 		opts = append(opts, dispatcher.WithIntakeBuffer(intake))
 	}
-	d, err := dispatcher.New[int](opts...)
+	d, err := dispatcher.New(opts...)
 	require.NoError(t, err)
 
 	release := make(chan struct{})
@@ -113,9 +113,9 @@ func fuzzRun(t *testing.T, data []byte) {
 			}
 			var fut *dispatcher.Future[int]
 			if op == 2 {
-				fut, err = d.TrySubmit(ctx, task)
+				fut, err = dispatcher.TrySubmit(ctx, d, task)
 			} else {
-				fut, err = d.Submit(ctx, task)
+				fut, err = dispatcher.Submit(ctx, d, task)
 			}
 			if err != nil {
 				cancel()

@@ -38,7 +38,7 @@ func TestGoRacesClose(t *testing.T) {
 }
 
 func goRaceRound(t *testing.T, round int, opts []dispatcher.Option) {
-	d, err := dispatcher.New[int](opts...)
+	d, err := dispatcher.New(opts...)
 	require.NoError(t, err)
 	var accepted, ran, refusedRan, afterDone atomic.Int64
 	var done atomic.Bool
@@ -63,9 +63,9 @@ func goRaceRound(t *testing.T, round int, opts []dispatcher.Option) {
 				}
 				var err error
 				if g%2 == 0 {
-					err = d.Go(context.Background(), task)
+					err = d.Go(context.Background(), func(ctx context.Context) error { _, err := task(ctx); return err })
 				} else {
-					_, err = d.TrySubmit(context.Background(), task)
+					_, err = dispatcher.TrySubmit(context.Background(), d, task)
 				}
 				if err == nil {
 					mine.Store(true)

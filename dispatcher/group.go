@@ -39,7 +39,7 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 // reuses the slots it has yielded, so a group ranged over while it is fed
 // holds what is in flight and what waits to be read, not every task.
 type Group[R any] struct {
-	d          *Dispatcher[R]
+	d          *Dispatcher
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
 	collect    bool
@@ -49,6 +49,7 @@ type Group[R any] struct {
 	// CollectErrors): the error itself, as its slot may be reused.
 	first  atomic.Pointer[error]
 	tenant *tenant
+	m      meta          // the class of its tasks (Priority), which views change
 	sem    chan struct{} // a token per task accepted and not answered (Limit); nil without
 
 	// done is the stack of kept slots answered and not yet taken by
@@ -114,7 +115,8 @@ type groupChunk[R any] struct {
 // worker that runs it reports a failure to it as it happens; the request
 // runs with the group's context.
 type groupSlot[R any] struct {
-	r     request[R]
+	r request
+	typed[R]
 	g     *Group[R]
 	c     *groupChunk[R]
 	index int // position in Wait's result, or -1 while not kept (or freed)
@@ -159,51 +161,15 @@ const (
 	lastChunk  = 1024
 )
 
-// GroupOption configures a Group.
-type GroupOption interface{ applyGroup(*groupConfig) }
-
-type groupConfig struct {
-	collect    bool
-	completion bool // CompletionOrder
-	limit      int  // Limit; 0 without
-	share      int  // Share; 0 without
-	name       string
-	err        error // the first bad option
-}
-
-func (c *groupConfig) fail(err error) {
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-type groupOptionFunc func(*groupConfig)
-
-func (f groupOptionFunc) applyGroup(c *groupConfig) { f(c) }
-
-// CollectErrors makes the group run every task whatever the others do, as
-// conc's WithErrors: a failure cancels nothing, and Wait returns every
-// error, in submission order, joined with errors.Join.
-func CollectErrors() GroupOption {
-	return groupOptionFunc(func(c *groupConfig) { c.collect = true })
-}
-
-// Group starts a group of tasks on d whose context derives from ctx. It is
-// a method, not a generic function, because the group's result type is
-// the dispatcher's. Bad input (a nil ctx or option, a Dispatcher not made
+// NewGroup starts a group of tasks returning R on d, whose context
+// derives from ctx. Groups of every result type share d's workers,
+// schedule and tenants. Bad input (a nil ctx or option, a Dispatcher not made
 // by New) does not panic: the group's context is cancelled with the error,
 // every Go returns it, TryGo reports false, and Wait returns it.
-func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R] {
+func NewGroup[R any](ctx context.Context, d *Dispatcher, opts ...GroupOption) *Group[R] {
 	g := &Group[R]{d: d}
 	g.wake.L = &g.mu
-	var c groupConfig
-	for _, o := range opts {
-		if o == nil {
-			c.fail(fmt.Errorf("%w: nil group option", ErrBadOption))
-			continue
-		}
-		o.applyGroup(&c)
-	}
+	c := groupOptions(opts)
 	g.collect, g.completion = c.collect, c.completion
 	if g.completion {
 		g.doneWake = make(chan struct{}, 1)
@@ -218,7 +184,8 @@ func (d *Dispatcher[R]) Group(ctx context.Context, opts ...GroupOption) *Group[R
 	case c.share > 0 && d.schedule != Fair:
 		g.bad = fmt.Errorf("%w: %w: Share(%d) needs WithSchedule(Fair): the %v schedule has no shares", ErrBadOption, ErrWrongSchedule, c.share, d.schedule)
 	default:
-		g.tenant = d.groupTenant(&c)
+		g.tenant = d.groupTenant(&c, "group")
+		g.m.prio = uint8(c.prio)
 		if c.limit > 0 {
 			g.sem = make(chan struct{}, c.limit)
 		}
@@ -246,12 +213,16 @@ func (g *Group[R]) Context() context.Context { return g.ctx }
 // whatever happens, and without CollectErrors it cancels the group if it
 // is the first failure. After Wait has returned, Go returns ErrGroupDone
 // and the task has no result.
-func (g *Group[R]) Go(task Task[R]) error { return g.submit(meta{}, task, true) }
+func (g *Group[R]) Go(task func(context.Context) (R, error)) error {
+	return g.submit(meta{}, task, true)
+}
 
 // TryGo submits task if the dispatcher has room right now and reports
 // whether it did. A task not accepted (no room, the group's context
 // ended, the dispatcher closed, a nil task, Wait returned) has no result.
-func (g *Group[R]) TryGo(task Task[R]) bool { return g.submit(meta{}, task, false) == nil }
+func (g *Group[R]) TryGo(task func(context.Context) (R, error)) bool {
+	return g.submit(meta{}, task, false) == nil
+}
 
 // GroupView submits a group's tasks with a routing key and a priority
 // class (see Dispatcher.Key and Dispatcher.Priority). Views compose:
@@ -261,15 +232,12 @@ type GroupView[R any] struct {
 	m meta
 }
 
-// KeyedGroup is the view Group.Key returns.
-type KeyedGroup[R any] = GroupView[R]
-
 // Key returns a view of g whose tasks carry the routing key k.
-func (g *Group[R]) Key(k uint64) GroupView[R] { return GroupView[R]{g: g, m: meta{key: k}} }
+func (g *Group[R]) Key(k uint64) GroupView[R] { return GroupView[R]{g: g, m: g.m}.Key(k) }
 
 // Priority returns a view of g whose tasks are of priority class p (see
 // Dispatcher.Priority).
-func (g *Group[R]) Priority(p int) GroupView[R] { return GroupView[R]{g: g}.Priority(p) }
+func (g *Group[R]) Priority(p int) GroupView[R] { return GroupView[R]{g: g, m: g.m}.Priority(p) }
 
 // Key returns the view with routing key k.
 func (v GroupView[R]) Key(k uint64) GroupView[R] { v.m.key = k; return v }
@@ -279,12 +247,16 @@ func (v GroupView[R]) Key(k uint64) GroupView[R] { v.m.key = k; return v }
 func (v GroupView[R]) Priority(p int) GroupView[R] { v.m.prio = classOf(p); return v }
 
 // Go is Group.Go with the view's key and class.
-func (v GroupView[R]) Go(task Task[R]) error { return v.g.submit(v.m, task, true) }
+func (v GroupView[R]) Go(task func(context.Context) (R, error)) error {
+	return v.g.submit(v.m, task, true)
+}
 
 // TryGo is Group.TryGo with the view's key and class.
-func (v GroupView[R]) TryGo(task Task[R]) bool { return v.g.submit(v.m, task, false) == nil }
+func (v GroupView[R]) TryGo(task func(context.Context) (R, error)) bool {
+	return v.g.submit(v.m, task, false) == nil
+}
 
-func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
+func (g *Group[R]) submit(m meta, task func(context.Context) (R, error), block bool) error {
 	if g == nil || g.d == nil {
 		return ErrNotStarted // a zero Group or GroupView: not made by Dispatcher.Group
 	}
@@ -292,10 +264,12 @@ func (g *Group[R]) submit(m meta, task Task[R], block bool) error {
 	if err != nil {
 		return err
 	}
-	s.r.ctx, s.r.fn, s.r.meta, s.r.owner, s.r.tenant = g.ctx, task, m, s, g.tenant
+	s.fn = task
+	m.tenant = g.tenant
+	s.r.ctx, s.r.job, s.r.meta, s.r.owner = g.ctx, &s.typed, m, s
 	err = g.bad
 	if err == nil {
-		err = g.d.check(g.ctx, task, m)
+		err = g.d.check(g.ctx, task != nil, m)
 	}
 	if err == nil && g.sem != nil {
 		err = g.acquire(block)
@@ -394,10 +368,10 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 		g.accepts++
 	case keep:
 		s.r.err = err // no answer will come: the refusal is the answer
-		s.r.ctx, s.r.fn = nil, nil
+		s.r.ctx, s.r.job, s.fn = nil, nil, nil
 		bits |= slotAnswered | slotRefused
 	default:
-		s.r.ctx, s.r.fn = nil, nil
+		s.r.ctx, s.r.job, s.fn = nil, nil, nil
 		g.free, s.next = s, g.free
 	}
 	if kept {

@@ -71,7 +71,7 @@ func (g *Group[R]) results(chunks []*groupChunk[R], count int, values bool) ([]R
 				// which the slice would otherwise keep alive.
 				fs = g.note(fs, s.index, s.r.err)
 			} else if values {
-				res[s.index] = s.r.res
+				res[s.index] = s.res
 			}
 		}
 	}

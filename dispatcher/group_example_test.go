@@ -15,13 +15,13 @@ import (
 func ExampleCompletionOrder() {
 	// No worker buffer: the slow task's worker is sent nothing while it
 	// runs, so the quick tasks go to the other.
-	d, err := dispatcher.New[string](dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0))
+	d, err := dispatcher.New(dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 
-	g := d.Group(context.Background(), dispatcher.CompletionOrder())
+	g := dispatcher.NewGroup[string](context.Background(), d, dispatcher.CompletionOrder())
 	slow := make(chan struct{})
 	g.Go(func(ctx context.Context) (string, error) {
 		select {

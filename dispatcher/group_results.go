@@ -5,17 +5,6 @@ import (
 	"iter"
 )
 
-// CompletionOrder makes the group's Results yield each answer as soon as
-// it is in, in the order the tasks finish, instead of in submission
-// order: a slow task holds back no answer but its own. Wait is unchanged:
-// its slice is in submission order. It is an option of the group, not of
-// the range, because the group then has each answered task pushed where
-// Results finds it (one compare-and-swap per task on the worker that
-// answers, no allocation): the order is the order of those pushes.
-func CompletionOrder() GroupOption {
-	return groupOptionFunc(func(c *groupConfig) { c.completion = true })
-}
-
 // Results returns the group's answers as an iterator: each task's value
 // and error, yielded as soon as it is answered and every task before it
 // is too, in submission order; with CompletionOrder, as soon as it is
@@ -188,7 +177,7 @@ func (g *Group[R]) push(s *groupSlot[R]) {
 // freed (see groupChunk). g.mu is held.
 func (g *Group[R]) release(s *groupSlot[R]) (R, error) {
 	var zero R
-	v, err := s.r.res, s.r.err
+	v, err := s.res, s.r.err
 	if err != nil {
 		g.yielded = g.note(g.yielded, s.index, err)
 	}
@@ -202,7 +191,7 @@ func (g *Group[R]) release(s *groupSlot[R]) (R, error) {
 			c.received++
 		}
 	}
-	s.r.res, s.r.err, s.index = zero, nil, -1
+	s.res, s.r.err, s.index = zero, nil, -1
 	s.state.Store(0)
 	g.free, s.next = s, g.free
 	g.pending--

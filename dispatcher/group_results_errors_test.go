@@ -148,7 +148,7 @@ func TestGroupResultsParentCancelled(t *testing.T) {
 		if completion {
 			opts = append(opts, dispatcher.CompletionOrder())
 		}
-		g := d.Group(parent, opts...)
+		g := dispatcher.NewGroup[int](parent, d, opts...)
 		var ran atomic.Int32
 		const n = 30
 		require.NoError(t, g.Go(ok(1)))
@@ -189,7 +189,7 @@ func TestGroupResultsLimit(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
 		g := groupIn(d, completion, dispatcher.Limit(limit))
 		var running, most atomic.Int32
-		count := func(task dispatcher.Task[int]) dispatcher.Task[int] {
+		count := func(task func(context.Context) (int, error)) func(context.Context) (int, error) {
 			return func(ctx context.Context) (int, error) {
 				r := running.Add(1)
 				defer running.Add(-1)

@@ -30,17 +30,17 @@ func forEachOrder(t *testing.T, f func(t *testing.T, eng dispatcher.Engine, comp
 }
 
 // groupIn makes a group whose Results are in completion order or not.
-func groupIn(d *dispatcher.Dispatcher[int], completion bool, opts ...dispatcher.GroupOption) *dispatcher.Group[int] {
+func groupIn(d *dispatcher.Dispatcher, completion bool, opts ...dispatcher.GroupOption) *dispatcher.Group[int] {
 	if completion {
 		opts = append(opts, dispatcher.CompletionOrder())
 	}
-	return d.Group(context.Background(), opts...)
+	return dispatcher.NewGroup[int](context.Background(), d, opts...)
 }
 
 // gatedTask is a task that returns v once gate is closed, its context's
 // error if that ends first, and an error after 10 s so that a gate never
 // opened fails the test instead of hanging it.
-func gatedTask(gate <-chan struct{}, v int) dispatcher.Task[int] {
+func gatedTask(gate <-chan struct{}, v int) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		select {
 		case <-gate:
@@ -61,7 +61,7 @@ func gatedTask(gate <-chan struct{}, v int) dispatcher.Task[int] {
 // in either order. Before each submit it puts a token in window, if not
 // nil: the consumer takes one per result, which bounds what is in flight
 // or unread.
-func feed(t *testing.T, g *dispatcher.Group[int], n int, window chan struct{}, wrap func(dispatcher.Task[int]) dispatcher.Task[int]) <-chan error {
+func feed(t *testing.T, g *dispatcher.Group[int], n int, window chan struct{}, wrap func(func(context.Context) (int, error)) func(context.Context) (int, error)) <-chan error {
 	t.Helper()
 	submit := func(i int, gate chan struct{}) error {
 		if window != nil {
@@ -274,7 +274,7 @@ func TestGroupResultsAllocs(t *testing.T) {
 // ranged over, in each order, against Wait.
 func BenchmarkGroupResults(b *testing.B) {
 	const n = 1024
-	for _, eng := range dispatcher.Engines {
+	for _, eng := range engines {
 		for _, mode := range []string{"wait", "submission", "completion"} {
 			b.Run(fmt.Sprintf("engine=%v/by=%s", eng, mode), func(b *testing.B) {
 				d := newDispatcher(b, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))

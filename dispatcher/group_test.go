@@ -29,7 +29,7 @@ func waitGroup(t *testing.T, g *dispatcher.Group[int], bound time.Duration) ([]i
 
 // untilCancelled is a task that returns once its context ends, or after
 // 10 s so that a missing cancellation fails the test instead of hanging it.
-func untilCancelled(ran *atomic.Int32) dispatcher.Task[int] {
+func untilCancelled(ran *atomic.Int32) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		ran.Add(1)
 		select {
@@ -43,7 +43,7 @@ func untilCancelled(ran *atomic.Int32) dispatcher.Task[int] {
 
 // whileRunning is a task that counts itself in running while it runs and
 // returns once its context ends: a test sees whether any is still running.
-func whileRunning(running *atomic.Int64) dispatcher.Task[int] {
+func whileRunning(running *atomic.Int64) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		running.Add(1)
 		defer running.Add(-1)
@@ -59,7 +59,7 @@ func TestGroupOrder(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const n = 2000
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		within(t, 20*time.Second, "Go", func() {
 			for i := range n {
 				assert.NoError(t, g.Go(func(ctx context.Context) (int, error) {
@@ -98,7 +98,7 @@ func TestGroupFirstErrorCancels(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const n = 50
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		var ran atomic.Int32
 		queued := make(chan struct{})
 		require.NoError(t, g.Go(func(context.Context) (int, error) {
@@ -129,7 +129,7 @@ func TestGroupCollectErrors(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const n = 300
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
-		g := d.Group(context.Background(), dispatcher.CollectErrors())
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.CollectErrors())
 		var ran atomic.Int32
 		for i := range n {
 			require.NoError(t, g.Go(func(ctx context.Context) (int, error) {
@@ -182,7 +182,7 @@ func TestGroupCollectErrors(t *testing.T) {
 func TestGroupPanic(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		var ran atomic.Int32
 		// The panic waits for the second Go: a panic that cancelled the
 		// group first would refuse it, on a machine slow enough.
@@ -198,7 +198,7 @@ func TestGroupPanic(t *testing.T) {
 		require.ErrorIs(t, context.Cause(g.Context()), dispatcher.ErrTaskPanicked)
 
 		var v int
-		within(t, 10*time.Second, "Do after the panic", func() { v, err = d.Do(context.Background(), ok(9)) })
+		within(t, 10*time.Second, "Do after the panic", func() { v, err = dispatcher.Do(context.Background(), d, ok(9)) })
 		require.NoError(t, err)
 		require.Equal(t, 9, v)
 		require.Zero(t, d.Stats().Replaced)
@@ -212,7 +212,7 @@ func TestGroupTryGoWhenFull(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
 			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		release, started := make(chan struct{}), make(chan struct{})
 		var releaseOnce sync.Once
 		t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
@@ -255,7 +255,7 @@ func TestGroupsShareDispatcher(t *testing.T) {
 			var wg sync.WaitGroup
 			for k := range groups {
 				wg.Go(func() {
-					g := d.Group(context.Background())
+					g := dispatcher.NewGroup[int](context.Background(), d)
 					for i := range n {
 						_ = g.Go(func(context.Context) (int, error) {
 							if k == 0 && i == n/2 {
@@ -286,10 +286,10 @@ func TestGroupTasksSpawn(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const depth = 6 // 2^6 - 1 nodes
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		var nodes atomic.Int32
-		var node func(level int) dispatcher.Task[int]
-		node = func(level int) dispatcher.Task[int] {
+		var node func(level int) func(context.Context) (int, error)
+		node = func(level int) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) {
 				nodes.Add(1)
 				if level < depth {
@@ -319,7 +319,7 @@ func TestGroupWaitWaitsForSubmit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
 			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		release, started := make(chan struct{}), make(chan struct{})
 		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
 		within(t, 10*time.Second, "start", func() { <-started })
@@ -347,7 +347,7 @@ func TestKeyedGroupAffinity(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const n = 200
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4), dispatcher.WithStrategyName("consistent-hash"))
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		var order []int // one worker runs key 7: no race
 		for i := range n {
 			require.NoError(t, g.Key(7).Go(func(context.Context) (int, error) {
@@ -377,30 +377,30 @@ func TestGroupBadInput(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		var nilContext context.Context // a variable, so linters let the nil check be tested
-		nilCtx := d.Group(nilContext)
+		nilCtx := dispatcher.NewGroup[int](nilContext, d)
 		require.ErrorIs(t, nilCtx.Go(ok(1)), dispatcher.ErrNilContext)
 		require.False(t, nilCtx.TryGo(ok(1)))
 		_, err := nilCtx.Wait()
 		require.ErrorIs(t, err, dispatcher.ErrNilContext)
 
-		_, err = d.Group(context.Background(), nil).Wait()
+		_, err = dispatcher.NewGroup[int](context.Background(), d, nil).Wait()
 		require.ErrorIs(t, err, dispatcher.ErrBadOption)
 
-		var zero dispatcher.Dispatcher[int]
-		_, err = zero.Group(context.Background()).Wait()
+		var zero dispatcher.Dispatcher
+		_, err = dispatcher.NewGroup[int](context.Background(), &zero).Wait()
 		require.ErrorIs(t, err, dispatcher.ErrNotStarted)
 
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		require.ErrorIs(t, g.Go(nil), dispatcher.ErrNilTask)
 		require.False(t, g.TryGo(nil))
 		res, err := waitGroup(t, g, 10*time.Second)
 		require.ErrorIs(t, err, dispatcher.ErrNilTask)
 		require.Len(t, res, 1)
 
-		closed, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		closed, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		require.NoError(t, err)
 		closeWithin(t, closed, 10*time.Second)
-		g = closed.Group(context.Background(), dispatcher.CollectErrors())
+		g = dispatcher.NewGroup[int](context.Background(), closed, dispatcher.CollectErrors())
 		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrClosed)
 		_, err = waitGroup(t, g, 10*time.Second)
 		require.ErrorIs(t, err, dispatcher.ErrClosed)
@@ -415,7 +415,7 @@ func TestGroupTenantNameRefused(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		for _, name := range []string{"", dispatcher.DefaultTenant} {
-			g := d.Group(context.Background(), dispatcher.Tenant(name))
+			g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant(name))
 			err := g.Go(ok(1))
 			require.ErrorIs(t, err, dispatcher.ErrBadOption, "Tenant(%q): Go", name)
 			require.False(t, g.TryGo(ok(1)), "Tenant(%q)", name)
@@ -425,12 +425,12 @@ func TestGroupTenantNameRefused(t *testing.T) {
 
 			var errs []error
 			within(t, 10*time.Second, "Map", func() {
-				for _, err := range dispatcher.Map(context.Background(), d, count(3, nil), square, dispatcher.MapTenant(name)) {
+				for _, err := range dispatcher.Map(context.Background(), d, count(3, nil), square, dispatcher.Tenant(name)) {
 					errs = append(errs, err)
 				}
 			})
-			require.Len(t, errs, 1, "MapTenant(%q)", name)
-			require.ErrorIs(t, errs[0], dispatcher.ErrBadOption, "MapTenant(%q)", name)
+			require.Len(t, errs, 1, "Tenant(%q)", name)
+			require.ErrorIs(t, errs[0], dispatcher.ErrBadOption, "Tenant(%q)", name)
 		}
 		s := d.Stats()
 		require.Zero(t, s.Dispatched, "a refused group or stream submitted")
@@ -444,10 +444,10 @@ func TestGroupTenantNameRefused(t *testing.T) {
 // error, so Wait returns instead of waiting for them.
 func TestGroupCloseAbandons(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		require.NoError(t, err)
 		release, started := make(chan struct{}), make(chan struct{})
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
 		for range 10 {
 			require.NoError(t, g.Go(ok(2)))
@@ -474,7 +474,7 @@ func TestGroupAllocs(t *testing.T) {
 		var allocs float64
 		within(t, 20*time.Second, "groups", func() {
 			allocs = testing.AllocsPerRun(5, func() {
-				g := d.Group(context.Background())
+				g := dispatcher.NewGroup[int](context.Background(), d)
 				for range n {
 					_ = g.Go(task)
 				}

@@ -28,7 +28,7 @@ func TestGroupWaitZeroForFailed(t *testing.T) {
 					if collect {
 						opts = append(opts, dispatcher.CollectErrors())
 					}
-					g := d.Group(context.Background(), opts...)
+					g := dispatcher.NewGroup[int](context.Background(), d, opts...)
 					const n = 60
 					var mu sync.Mutex
 					outcome := map[int]error{} // the tasks that ran, and what they returned

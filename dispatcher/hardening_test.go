@@ -18,9 +18,9 @@ import (
 // ErrBadOption, naming both options, instead of failing (or crashing) at
 // the first request or membership change.
 func TestContradictoryOptions(t *testing.T) {
-	rr, err := strategies.NewRoundRobin(strategies.Equal(3))
+	rr, err := strategies.New("round-robin", strategies.Equal(3))
 	require.NoError(t, err)
-	var typedNil *strategies.RoundRobin
+	var typedNil *fixedStrategy
 	for _, tc := range []struct {
 		name string
 		opts []dispatcher.Option
@@ -42,10 +42,10 @@ func TestContradictoryOptions(t *testing.T) {
 		{"workers MaxInt", []dispatcher.Option{dispatcher.WithWorkers(math.MaxInt)}, []string{"workers"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var d *dispatcher.Dispatcher[int]
+			var d *dispatcher.Dispatcher
 			var err error
 			within(t, 5*time.Second, "New", func() {
-				assert.NotPanics(t, func() { d, err = dispatcher.New[int](tc.opts...) })
+				assert.NotPanics(t, func() { d, err = dispatcher.New(tc.opts...) })
 			})
 			require.ErrorIs(t, err, dispatcher.ErrBadOption)
 			require.Nil(t, d)
@@ -60,18 +60,18 @@ func TestContradictoryOptions(t *testing.T) {
 // ErrNotStarted from every method, never a panic or a hang.
 func TestZeroValueDispatcher(t *testing.T) {
 	ctx := context.Background()
-	for name, d := range map[string]*dispatcher.Dispatcher[int]{"zero value": {}, "nil pointer": nil} {
+	for name, d := range map[string]*dispatcher.Dispatcher{"zero value": {}, "nil pointer": nil} {
 		t.Run(name, func(t *testing.T) {
 			within(t, 5*time.Second, "calls on "+name, func() {
 				assert.NotPanics(t, func() {
-					_, err := d.Do(ctx, ok(1))
+					_, err := dispatcher.Do(ctx, d, ok(1))
 					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
-					_, err = d.Submit(ctx, ok(1))
+					_, err = dispatcher.Submit(ctx, d, ok(1))
 					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
-					_, err = d.TrySubmit(ctx, ok(1))
+					_, err = dispatcher.TrySubmit(ctx, d, ok(1))
 					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
-					assert.ErrorIs(t, d.Go(ctx, ok(1)), dispatcher.ErrNotStarted)
-					assert.ErrorIs(t, d.Key(1).Go(ctx, ok(1)), dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.Go(ctx, func(ctx context.Context) error { _, err := ok(1)(ctx); return err }), dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.Key(1).Go(ctx, func(ctx context.Context) error { _, err := ok(1)(ctx); return err }), dispatcher.ErrNotStarted)
 					_, err = d.AddWorker(1)
 					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
 					assert.ErrorIs(t, d.RemoveWorker(0), dispatcher.ErrNotStarted)
@@ -90,7 +90,7 @@ func TestZeroValueDispatcher(t *testing.T) {
 func TestHardenedCalls(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2), dispatcher.WithStrategyName("swrr"))
-		f, err := d.Submit(context.Background(), ok(3))
+		f, err := dispatcher.Submit(context.Background(), d, ok(3))
 		require.NoError(t, err)
 		var nilCtx context.Context
 		_, err = f.Wait(nilCtx)
@@ -121,7 +121,7 @@ func TestStatsAccountBusyAtEnd(t *testing.T) {
 			d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(1))
 			var err error
 			within(t, 5*time.Second, "Do", func() {
-				_, err = d.Do(context.Background(), func(context.Context) (int, error) {
+				_, err = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) {
 					time.Sleep(2 * time.Millisecond)
 					return 0, nil
 				})
@@ -138,7 +138,7 @@ func TestStatsAccountBusyAtEnd(t *testing.T) {
 // over live workers; a removed worker still draining its queue used to stay
 // in the sums (mean inflated, variance negative and clamped to 0).
 func TestPendingFigureAfterRemove(t *testing.T) {
-	for _, e := range dispatcher.Engines {
+	for _, e := range engines {
 		t.Run("engine="+e.String(), func(t *testing.T) {
 			d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2),
 				dispatcher.WithStrategyName("round-robin"), dispatcher.WithWorkerBuffer(4))
@@ -150,7 +150,7 @@ func TestPendingFigureAfterRemove(t *testing.T) {
 			// Round-robin alternates: the odd requests go to worker 1 and
 			// wait there; the even ones finish on worker 0.
 			for k := range 6 {
-				f, err := d.Submit(ctx, func(context.Context) (int, error) {
+				f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) {
 					if k%2 == 1 {
 						<-gate
 					}
@@ -169,7 +169,7 @@ func TestPendingFigureAfterRemove(t *testing.T) {
 			// counted against the live worker, they would hold the run's
 			// mean at 3 or above, where the live worker has at most 1.
 			for range 200 {
-				_, err := d.Do(ctx, ok(1))
+				_, err := dispatcher.Do(ctx, d, ok(1))
 				require.NoError(t, err)
 			}
 			require.Less(t, d.Stats().RunPendingMean, 1.5)

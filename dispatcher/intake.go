@@ -12,13 +12,13 @@ import (
 // uncontended lock and, only when the balancer sleeps, one wake-up; a
 // channel cost a lock on both sides per request and a rendezvous whenever
 // it was unbuffered or full.
-type intake[R any] struct {
+type intake struct {
 	mu    sync.Mutex
-	q     []*request[R] // submitted, not yet taken by the balancer
-	n     int           // accepted and not yet taken by the balancer from its backlog (rings: sent to a worker)
-	cap   int           // most requests n may count (WithIntakeBuffer)
-	free  int           // with cap 0: requests the balancer could send right now
-	spare []*request[R] // finished Go requests for reuse, refilled by the balancer
+	q     []*request // submitted, not yet taken by the balancer
+	n     int        // accepted and not yet taken by the balancer from its backlog (rings: sent to a worker)
+	cap   int        // most requests n may count (WithIntakeBuffer)
+	free  int        // with cap 0: requests the balancer could send right now
+	spare []*request // finished Go requests for reuse, refilled by the balancer
 
 	// Submitters that found no room wait in line. Room is offered to the
 	// first in line, one token per request that can be admitted: a crowd
@@ -44,7 +44,7 @@ type intake[R any] struct {
 // account tells the intake that left requests in all have left the
 // accepted state, so n drops by those since the last call. Called by the
 // balancer with mu held.
-func (in *intake[R]) account(left int64) {
+func (in *intake) account(left int64) {
 	if left != in.left && in.waitq.lanes.Load() > 0 {
 		in.laneDue.Store(true) // room in the second buffer may be back
 	}
@@ -62,7 +62,7 @@ func (in *intake[R]) account(left int64) {
 // submitter in line is passed by at most that many before an offer. (Making newcomers queue
 // behind any line doubled the cost per request at 10 000 closed-loop
 // requesters.) Called with mu held.
-func (in *intake[R]) admits() bool {
+func (in *intake) admits() bool {
 	n := in.n + in.offered
 	return n < in.cap || n < in.free
 }
@@ -70,7 +70,7 @@ func (in *intake[R]) admits() bool {
 // offer wakes as many waiting submitters, first in line first, as
 // requests can be admitted now, minus the offers still on their way.
 // Called with mu held.
-func (in *intake[R]) offer() {
+func (in *intake) offer() {
 	k := max(in.cap, in.free) - in.n - in.offered
 	for ; k > 0 && in.waitq.n > 0; k-- {
 		in.waitq.wakeFront()
@@ -87,13 +87,13 @@ func (in *intake[R]) offer() {
 // than that. (A balancer about to park offers whenever there is room.)
 // Offering at the first newcomer instead cost 1.6x per request at 10 000
 // closed-loop requesters: the line woken every turn. Called with mu held.
-func (in *intake[R]) offerDue() bool {
+func (in *intake) offerDue() bool {
 	return in.waitq.n > 0 && in.admits() && (in.n <= in.cap/2 || in.passed >= max(1, in.cap/2))
 }
 
 // leaveLine takes a waiter that gives up out of the line, passing on room
 // offered to it meanwhile, and recycles its channel. Takes mu.
-func (in *intake[R]) leaveLine(ch chan struct{}, l *lane) {
+func (in *intake) leaveLine(ch chan struct{}, l *lane) {
 	in.mu.Lock()
 	if !in.waitq.remove(ch) {
 		// Offered room under mu before we took it: the token is in ch.
@@ -116,7 +116,7 @@ func (in *intake[R]) leaveLine(ch chan struct{}, l *lane) {
 
 // wakeAll wakes every waiting submitter (Close: they return ErrClosed).
 // Called with mu held.
-func (in *intake[R]) wakeAll() {
+func (in *intake) wakeAll() {
 	in.offered += in.waitq.wakeAll()
 }
 
@@ -125,7 +125,7 @@ func (in *intake[R]) wakeAll() {
 // released. A blocked submit waits however long room takes, whoever calls
 // it (see Dispatcher on nested submits). life is the dispatcher's
 // lifecycle; k wakes the engine's balancer.
-func (in *intake[R]) admit(ctx context.Context, l *lane, w int, block bool, life *atomic.Int32, k interface{ kick() }) error {
+func (in *intake) admit(ctx context.Context, l *lane, w int, block bool, life *atomic.Int32, k interface{ kick() }) error {
 	in.mu.Lock()
 	offered := false
 	for life.Load() == lifeOpen && !in.admits() && (l == nil || !in.laneAdmits(l, w, !offered)) {
@@ -182,19 +182,19 @@ func (in *intake[R]) admit(ctx context.Context, l *lane, w int, block bool, life
 
 // spareGo returns a finished Go request for reuse, or a new one. Called
 // with mu held.
-func (in *intake[R]) spareGo() *request[R] {
+func (in *intake) spareGo() *request {
 	if n := len(in.spare); n > 0 {
 		r := in.spare[n-1]
 		in.spare = in.spare[:n-1]
 		return r
 	}
-	return &request[R]{async: true}
+	return &request{async: true}
 }
 
 // refill passes the Go requests the balancer collected from the workers
 // to submitters, keeping at most max, and returns free emptied for reuse.
 // Called with mu held.
-func (in *intake[R]) refill(free []*request[R], max int) []*request[R] {
+func (in *intake) refill(free []*request, max int) []*request {
 	if len(in.spare) == 0 && len(free) <= max {
 		in.spare, free = free, in.spare[:0]
 		return free

@@ -27,7 +27,7 @@ func admittedBehindBlockedWorker(t *testing.T, opts ...dispatcher.Option) int {
 	// Busy 50 times in a row, a millisecond apart: the balancer has moved
 	// all it can to the worker and the intake is full.
 	for busy := 0; busy < 50; {
-		f, err := d.TrySubmit(ctx, task)
+		f, err := dispatcher.TrySubmit(ctx, d, task)
 		if err != nil {
 			require.True(t, errors.Is(err, dispatcher.ErrBusy), err)
 			busy++

@@ -19,7 +19,7 @@ type recorder struct {
 	ran []int
 }
 
-func (r *recorder) task(k int, gate <-chan struct{}) dispatcher.Task[int] {
+func (r *recorder) task(k int, gate <-chan struct{}) func(context.Context) (int, error) {
 	return func(context.Context) (int, error) {
 		if gate != nil {
 			<-gate
@@ -38,7 +38,7 @@ func (r *recorder) order() []int {
 }
 
 // workersUsed counts the workers that completed a request.
-func workersUsed(d *dispatcher.Dispatcher[int]) int {
+func workersUsed(d *dispatcher.Dispatcher) int {
 	n := 0
 	for _, w := range d.Stats().Workers {
 		if w.Completed > 0 {
@@ -75,7 +75,7 @@ func TestKeyedConsistentHashKeepsOrder(t *testing.T) {
 				if k > 0 {
 					g = nil
 				}
-				f, err := d.Key(42).Submit(context.Background(), rec.task(k, g))
+				f, err := dispatcher.Submit(context.Background(), d.Key(42), rec.task(k, g))
 				require.NoError(t, err)
 				fs[k] = f
 			}
@@ -105,11 +105,11 @@ func TestKeyedBoundedHashSpreadsAndMayOvertake(t *testing.T) {
 			dispatcher.WithStrategyName("bounded-hash"))
 		var rec recorder
 		gate := make(chan struct{})
-		first, err := d.Key(42).Submit(context.Background(), rec.task(0, gate))
+		first, err := dispatcher.Submit(context.Background(), d.Key(42), rec.task(0, gate))
 		require.NoError(t, err)
 		// The first holds its worker, at its bound ⌈1.25·2/4⌉ = 1: the
 		// second goes elsewhere and is answered while the first waits.
-		second, err := d.Key(42).Submit(context.Background(), rec.task(1, nil))
+		second, err := dispatcher.Submit(context.Background(), d.Key(42), rec.task(1, nil))
 		require.NoError(t, err)
 		v, err := waitFuture(t, second, 10*time.Second)
 		require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestKeyedBoundedHashSpreadsAndMayOvertake(t *testing.T) {
 		}
 		fs := []*dispatcher.Future[int]{first, second}
 		for k := 2; k < 200; k++ {
-			f, err := d.Key(42).Submit(context.Background(), rec.task(k, nil))
+			f, err := dispatcher.Submit(context.Background(), d.Key(42), rec.task(k, nil))
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}
@@ -147,12 +147,12 @@ func TestKeyedBoundedHashOrderWhenWaiting(t *testing.T) {
 		within(t, 20*time.Second, "200 waited requests", func() {
 			for k := range 200 {
 				if k%2 == 0 {
-					v, err := d.Key(42).Do(context.Background(), rec.task(k, nil))
+					v, err := dispatcher.Do(context.Background(), d.Key(42), rec.task(k, nil))
 					assert.NoError(t, err)
 					assert.Equal(t, k, v)
 					continue
 				}
-				f, err := d.Key(42).Submit(context.Background(), rec.task(k, nil))
+				f, err := dispatcher.Submit(context.Background(), d.Key(42), rec.task(k, nil))
 				if !assert.NoError(t, err) {
 					return
 				}

@@ -80,7 +80,7 @@ func (b *tenantBook) laneOf(mode laneMode, t *tenant, prio uint8) (*lane, int) {
 
 // bound is the most requests the intake admits: twice its buffer with
 // lanes (the second buffer is for lanes under their parts).
-func (in *intake[R]) bound() int {
+func (in *intake) bound() int {
 	if in.mode == lanesOff {
 		return in.cap
 	}
@@ -90,7 +90,7 @@ func (in *intake[R]) bound() int {
 // weights drops from the list the lanes that hold nothing and have nobody
 // in line, and returns the others' summed weight and their number. Called
 // with mu held.
-func (in *intake[R]) weights() (sum, n int) {
+func (in *intake) weights() (sum, n int) {
 	keep := in.lanes[:0]
 	for _, x := range in.lanes {
 		if x.held.Load() == 0 && x.waiting == 0 && x.offered == 0 {
@@ -107,7 +107,7 @@ func (in *intake[R]) weights() (sum, n int) {
 
 // partOf is a lane's part of the buffer, of weight w among lanes weighing
 // sum in all (its own included).
-func (in *intake[R]) partOf(w, sum int) int {
+func (in *intake) partOf(w, sum int) int {
 	return max(1, int(int64(in.cap)*int64(w)/int64(max(sum, 1))))
 }
 
@@ -116,7 +116,7 @@ func (in *intake[R]) partOf(w, sum int) int {
 // requests (alone, l's part is the buffer itself), l holds less than its
 // part counting room offered to its line, and, for a newcomer, nobody of
 // l waits in line already. Called with mu held.
-func (in *intake[R]) laneAdmits(l *lane, w int, newcomer bool) bool {
+func (in *intake) laneAdmits(l *lane, w int, newcomer bool) bool {
 	if in.n+in.offered >= 2*in.cap || newcomer && l.waiting > 0 {
 		return false
 	}
@@ -128,14 +128,14 @@ func (in *intake[R]) laneAdmits(l *lane, w int, newcomer bool) bool {
 }
 
 // enter counts an admitted request in lane l. Called with mu held.
-func (in *intake[R]) enter(l *lane, w int) {
+func (in *intake) enter(l *lane, w int) {
 	l.weight = w
 	l.held.Add(1)
 	in.activate(l)
 }
 
 // activate puts l in the list of lanes whose weight counts.
-func (in *intake[R]) activate(l *lane) {
+func (in *intake) activate(l *lane) {
 	if !l.active {
 		l.active = true
 		in.lanes = append(in.lanes, l)
@@ -146,7 +146,7 @@ func (in *intake[R]) activate(l *lane) {
 // intake looks at its line at the balancer's next offer (offerLanes); the
 // flag is set whether or not anyone waits now, since a submitter may be
 // on its way into the line with the count it read before this.
-func (in *intake[R]) leave(l *lane) {
+func (in *intake) leave(l *lane) {
 	l.held.Add(-1)
 	if !in.laneDue.Load() {
 		in.laneDue.Store(true)
@@ -158,7 +158,7 @@ func (in *intake[R]) leave(l *lane) {
 // (laneDue) or when force (the balancer is about to park: nothing it does
 // later would look). One pass over the line; each lane's part is worked
 // out once. Called with mu held, by the balancer.
-func (in *intake[R]) offerLanes(force bool) {
+func (in *intake) offerLanes(force bool) {
 	if !in.laneDue.Load() && !force {
 		return
 	}

@@ -14,9 +14,9 @@ import (
 
 // laneRings returns a rings engine with no balancer whose intake of cap
 // has lanes of mode.
-func laneRings(cap int, mode laneMode) *rings[int] {
-	d := &Dispatcher[int]{book: newTenantBook()}
-	e := &rings[int]{d: d, wake: make(chan struct{}, 1)}
+func laneRings(cap int, mode laneMode) *rings {
+	d := &Dispatcher{book: newTenantBook()}
+	e := &rings{d: d, wake: make(chan struct{}, 1)}
 	e.in.cap = cap
 	d.b.laneIn, e.in.mode = &e.in, mode
 	return e
@@ -24,7 +24,7 @@ func laneRings(cap int, mode laneMode) *rings[int] {
 
 // balancerTurn is the locked part of a rings turn after the balancer sent
 // sent requests (account lowers n by them), then the locked part of park.
-func balancerTurn(in *intake[int], sent int) {
+func balancerTurn(in *intake, sent int) {
 	in.mu.Lock()
 	in.account(in.left + int64(sent))
 	if in.offerDue() {
@@ -118,7 +118,7 @@ func TestLaneNewcomersDoNotPassItsWaiter(t *testing.T) {
 				}
 				in.mu.Unlock()
 
-				waiter := lineSubmit(e, t.Context(), &request[int]{meta: meta{prio: 3}})
+				waiter := lineSubmit(e, t.Context(), &request{meta: meta{prio: 3}})
 				synctest.Wait()
 				require.False(t, waiter.done)
 				require.Equal(t, 1, in.waitq.n)
@@ -131,7 +131,7 @@ func TestLaneNewcomersDoNotPassItsWaiter(t *testing.T) {
 					if mode != lanesOff {
 						in.leave(quiet)
 					}
-					if err := e.enqueue(t.Context(), &request[int]{meta: meta{prio: 3}}, false); err == nil {
+					if err := e.enqueue(t.Context(), &request{meta: meta{prio: 3}}, false); err == nil {
 						passed++
 					}
 					// It then accounts the request it sent, offers, parks.
@@ -167,10 +167,10 @@ func TestLaneHeldSendOffersRoom(t *testing.T) {
 		}
 		// a and b fill the buffer, c and d come in through their lanes.
 		for _, tn := range ts[:4] {
-			require.NoError(t, e.enqueue(t.Context(), &request[int]{tenant: tn}, false))
+			require.NoError(t, e.enqueue(t.Context(), &request{meta: meta{tenant: tn}}, false))
 		}
 		require.Equal(t, 4, in.n)
-		waiter := lineSubmit(e, t.Context(), &request[int]{tenant: ts[4]})
+		waiter := lineSubmit(e, t.Context(), &request{meta: meta{tenant: ts[4]}})
 		synctest.Wait()
 		require.False(t, waiter.done, "the second buffer is full")
 

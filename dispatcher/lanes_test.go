@@ -29,7 +29,7 @@ func TestLaneAdmitsBesideAFlood(t *testing.T) {
 
 func laneBesideFlood(t *testing.T, eng dispatcher.Engine, s dispatcher.Schedule) {
 	const intake = 16
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(1), dispatcher.WithEngine(eng),
+	d, err := dispatcher.New(dispatcher.WithWorkers(1), dispatcher.WithEngine(eng),
 		dispatcher.WithSchedule(s), dispatcher.WithIntakeBuffer(intake))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -39,7 +39,7 @@ func laneBesideFlood(t *testing.T, eng dispatcher.Engine, s dispatcher.Schedule)
 	// The worker is held, and the flood fills its queue, the intake and
 	// the line behind it.
 	release := make(chan struct{})
-	flood := d.Group(ctx, dispatcher.Tenant("flood"))
+	flood := dispatcher.NewGroup[int](ctx, d, dispatcher.Tenant("flood"))
 	task := func(context.Context) (int, error) { <-release; return 1, nil }
 	var wg sync.WaitGroup
 	for range 4 {
@@ -51,7 +51,7 @@ func laneBesideFlood(t *testing.T, eng dispatcher.Engine, s dispatcher.Schedule)
 	require.Eventually(t, func() bool { return d.Stats().Blocked >= 4 }, 5*time.Second, time.Millisecond, "the flood waits in line")
 	assert.LessOrEqual(t, d.Stats().Queued, intake, "a flow alone has the buffer, no more")
 
-	ui := d.Group(context.Background(), dispatcher.Tenant("interactive"))
+	ui := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant("interactive"))
 	try := func(v int) bool {
 		task := func(context.Context) (int, error) { return v, nil }
 		if s == dispatcher.ByPriority {
@@ -86,11 +86,11 @@ func laneBesideFlood(t *testing.T, eng dispatcher.Engine, s dispatcher.Schedule)
 // none (both give 4 : 1 here).
 func TestLaneFairSplitWithoutLimit(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithWorkers(2), dispatcher.WithEngine(eng), dispatcher.WithSchedule(dispatcher.Fair))
+		d, err := dispatcher.New(dispatcher.WithWorkers(2), dispatcher.WithEngine(eng), dispatcher.WithSchedule(dispatcher.Fair))
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
-		bg := d.Group(ctx, dispatcher.Share(1), dispatcher.Tenant("background"))
-		ui := d.Group(ctx, dispatcher.Share(4), dispatcher.Limit(64), dispatcher.Tenant("interactive"))
+		bg := dispatcher.NewGroup[int](ctx, d, dispatcher.Share(1), dispatcher.Tenant("background"))
+		ui := dispatcher.NewGroup[int](ctx, d, dispatcher.Share(4), dispatcher.Limit(64), dispatcher.Tenant("interactive"))
 		task := func(context.Context) (int, error) { burn(100 * time.Microsecond); return 0, nil }
 		var wg sync.WaitGroup
 		feed := func(g *dispatcher.Group[int], n int) {
@@ -140,7 +140,7 @@ func TestLaneUnnamedGroupsHaveLanesOfTheirOwn(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		within(t, 10*time.Second, "unnamed flood and interactive", func() {
 			const intake = 16
-			d, err := dispatcher.New[int](dispatcher.WithWorkers(1), dispatcher.WithEngine(eng),
+			d, err := dispatcher.New(dispatcher.WithWorkers(1), dispatcher.WithEngine(eng),
 				dispatcher.WithSchedule(dispatcher.Fair), dispatcher.WithIntakeBuffer(intake))
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +148,7 @@ func TestLaneUnnamedGroupsHaveLanesOfTheirOwn(t *testing.T) {
 			defer cancel()
 
 			release := make(chan struct{})
-			flood := d.Group(ctx) // no Tenant: counts under "group"
+			flood := dispatcher.NewGroup[int](ctx, d) // no Tenant: counts under "group"
 			task := func(context.Context) (int, error) { <-release; return 1, nil }
 			var wg sync.WaitGroup
 			for range 4 {
@@ -159,7 +159,7 @@ func TestLaneUnnamedGroupsHaveLanesOfTheirOwn(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return d.Stats().Blocked >= 4 }, 5*time.Second, time.Millisecond)
 
-			ui := d.Group(context.Background(), dispatcher.Share(4)) // a tenant of its own to Fair
+			ui := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Share(4)) // a tenant of its own to Fair
 			got := ui.TryGo(func(context.Context) (int, error) { return 7, nil })
 			close(release)
 			cancel()

@@ -16,7 +16,7 @@ const (
 )
 
 // advance moves the lifecycle forward to st (never back).
-func (d *Dispatcher[R]) advance(st lifecycle) {
+func (d *Dispatcher) advance(st lifecycle) {
 	for {
 		cur := d.life.Load()
 		if cur >= st || d.life.CompareAndSwap(cur, st) {
@@ -31,7 +31,7 @@ func (d *Dispatcher[R]) advance(st lifecycle) {
 // with an error wrapping both ErrClosed and ctx's error, Close returns
 // ctx.Err(), and running tasks finish in the background (Done tells when).
 // Close is idempotent and safe to call concurrently with anything.
-func (d *Dispatcher[R]) Close(ctx context.Context) error {
+func (d *Dispatcher) Close(ctx context.Context) error {
 	if ctx == nil {
 		return ErrNilContext
 	}
@@ -64,7 +64,7 @@ func (d *Dispatcher[R]) Close(ctx context.Context) error {
 
 // Done is closed once the dispatcher has stopped and every goroutine it
 // started has exited.
-func (d *Dispatcher[R]) Done() <-chan struct{} {
+func (d *Dispatcher) Done() <-chan struct{} {
 	if !d.made() {
 		return closedChan
 	}
@@ -77,7 +77,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // observe acts on a lifecycle change: draining needs nothing but the
 // engine's exit test; abandoning answers everything not yet running.
-func (d *Dispatcher[R]) observe() {
+func (d *Dispatcher) observe() {
 	b := &d.b
 	st := d.life.Load()
 	if st == b.seen {
@@ -93,7 +93,7 @@ func (d *Dispatcher[R]) observe() {
 // abandonQueued answers, without running them, the requests Close gave up
 // on: the held one, those queued at workers and the intake's. The engine's
 // own backlog, if any, is answered by the engine.
-func (d *Dispatcher[R]) abandonQueued() {
+func (d *Dispatcher) abandonQueued() {
 	b := &d.b
 	if b.held != nil {
 		b.answered++
@@ -129,7 +129,7 @@ func (d *Dispatcher[R]) abandonQueued() {
 
 // stop ends the balancer: every worker stops, the last completions are
 // counted, and the final snapshot is kept for Stats.
-func (d *Dispatcher[R]) stop() {
+func (d *Dispatcher) stop() {
 	d.eng.stop()
 	d.eng.reap()
 	s := d.snapshot()

@@ -27,12 +27,12 @@ func TestSlowPanicHandlerStallsNothingElse(t *testing.T) {
 				<-release
 			}))
 		defer close(release)
-		f, err := d.Submit(context.Background(), func(context.Context) (int, error) { panic("boom") })
+		f, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) { panic("boom") })
 		require.NoError(t, err)
 		<-inHandler
 		within(t, 10*time.Second, "traffic beside a blocked panic handler", func() {
 			for k := range 20 {
-				v, err := d.Do(context.Background(), ok(k))
+				v, err := dispatcher.Do(context.Background(), d, ok(k))
 				require.NoError(t, err)
 				require.Equal(t, k, v)
 			}
@@ -54,7 +54,7 @@ func TestGroupDropsFinishedTasks(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		var freed, ran atomic.Int64
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		const n = 100
 		for range n {
 			buf := make([]byte, 64<<10)
@@ -64,7 +64,7 @@ func TestGroupDropsFinishedTasks(t *testing.T) {
 				return len(buf), nil
 			}))
 		}
-		f, err := d.Submit(context.Background(), func() dispatcher.Task[int] {
+		f, err := dispatcher.Submit(context.Background(), d, func() func(context.Context) (int, error) {
 			buf := make([]byte, 64<<10)
 			runtime.AddCleanup(&buf[0], func(*atomic.Int64) { freed.Add(1) }, &freed)
 			return func(context.Context) (int, error) { return len(buf), nil }

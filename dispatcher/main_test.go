@@ -41,12 +41,19 @@ func within(t testing.TB, d time.Duration, what string, f func()) {
 	}
 }
 
+// engines and schedules list every engine and schedule, in the order the
+// tests and benchmarks show them.
+var (
+	engines   = []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings}
+	schedules = []dispatcher.Schedule{dispatcher.FIFO, dispatcher.ByPriority, dispatcher.ByDeadline, dispatcher.Fair}
+)
+
 // forEachEngine runs f as one subtest per engine, named engine=channels
 // and engine=rings: both engines promise every guarantee, so each test
 // proves it on both with the same code.
 func forEachEngine(t *testing.T, f func(t *testing.T, eng dispatcher.Engine)) {
 	t.Helper()
-	for _, eng := range dispatcher.Engines {
+	for _, eng := range engines {
 		t.Run("engine="+eng.String(), func(t *testing.T) { f(t, eng) })
 	}
 }
@@ -73,9 +80,9 @@ func completionAxis(eng dispatcher.Engine, n int) []completionCell {
 
 // newDispatcher builds a dispatcher of ints and closes it when the test
 // ends, failing the test if that close does not finish in time.
-func newDispatcher(t testing.TB, opts ...dispatcher.Option) *dispatcher.Dispatcher[int] {
+func newDispatcher(t testing.TB, opts ...dispatcher.Option) *dispatcher.Dispatcher {
 	t.Helper()
-	d, err := dispatcher.New[int](opts...)
+	d, err := dispatcher.New(opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { closeWithin(t, d, 20*time.Second) })
 	return d
@@ -83,7 +90,7 @@ func newDispatcher(t testing.TB, opts ...dispatcher.Option) *dispatcher.Dispatch
 
 // closeWithin closes d, requires success, and waits for Done, all within
 // bound.
-func closeWithin(t testing.TB, d *dispatcher.Dispatcher[int], bound time.Duration) {
+func closeWithin(t testing.TB, d *dispatcher.Dispatcher, bound time.Duration) {
 	t.Helper()
 	var err error
 	within(t, bound, "Close", func() {
@@ -107,6 +114,6 @@ func waitFuture(t testing.TB, f *dispatcher.Future[int], bound time.Duration) (i
 }
 
 // ok is a task that returns v.
-func ok(v int) dispatcher.Task[int] {
+func ok(v int) func(context.Context) (int, error) {
 	return func(context.Context) (int, error) { return v, nil }
 }

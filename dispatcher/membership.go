@@ -10,7 +10,7 @@ import "fmt"
 // every built-in dynamic one is; otherwise indices are never reused). The
 // strategy must support membership changes (strategies.Dynamic), else
 // ErrNotDynamic.
-func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
+func (d *Dispatcher) AddWorker(weight int) (int, error) {
 	if !d.made() {
 		return 0, ErrNotStarted
 	}
@@ -35,7 +35,7 @@ func (d *Dispatcher[R]) AddWorker(weight int) (int, error) {
 // index that is not a live worker, ErrClosed once Close has begun, and an
 // argument the strategy refuses wraps both ErrBadOption and the strategy's
 // own error (strategies.ErrNegativeWeight, ErrLastMember, ...).
-func (d *Dispatcher[R]) RemoveWorker(i int) error {
+func (d *Dispatcher) RemoveWorker(i int) error {
 	return d.exec(func() error {
 		b := &d.b
 		if err := b.changeable(i); err != nil {
@@ -50,7 +50,7 @@ func (d *Dispatcher[R]) RemoveWorker(i int) error {
 }
 
 // removeLocked retires worker i on the balancer goroutine.
-func (d *Dispatcher[R]) removeLocked(i int) {
+func (d *Dispatcher) removeLocked(i int) {
 	b := &d.b
 	if b.hasRoom(i) {
 		b.room--
@@ -74,7 +74,7 @@ func (d *Dispatcher[R]) removeLocked(i int) {
 
 // SetWeight changes worker i's weight while requests flow; 0 drains it
 // (it is no longer picked by weighted strategies).
-func (d *Dispatcher[R]) SetWeight(i, weight int) error {
+func (d *Dispatcher) SetWeight(i, weight int) error {
 	return d.exec(func() error {
 		b := &d.b
 		if err := b.changeable(i); err != nil {
@@ -105,7 +105,7 @@ func (d *Dispatcher[R]) SetWeight(i, weight int) error {
 
 // changeable reports why live worker i's membership cannot change, if it
 // cannot: a static strategy, or no such live worker.
-func (b *balancer[R]) changeable(i int) error {
+func (b *balancer) changeable(i int) error {
 	if b.dyn == nil {
 		return ErrNotDynamic
 	}
@@ -119,7 +119,7 @@ func (b *balancer[R]) changeable(i int) error {
 // and returns its index (AddWorker and Resize): a removed worker's, once
 // it has drained (see forget), or a new one. The limits count live
 // workers.
-func (d *Dispatcher[R]) addLocked(weight int) (int, error) {
+func (d *Dispatcher) addLocked(weight int) (int, error) {
 	b := &d.b
 	if n := b.live + 1; n > MaxWorkers || n > MaxBuffer/b.depth {
 		return 0, fmt.Errorf("%w: %d live workers would pass MaxWorkers (%d) or MaxBuffer (%d) queued requests", ErrBadOption, n, MaxWorkers, MaxBuffer)

@@ -30,13 +30,13 @@ func TestRemoveWorkerFinishesQueue(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		t.Cleanup(cancel)
 		var fs []*dispatcher.Future[int]
-		submit := func(task dispatcher.Task[int]) {
-			f, err := d.Submit(ctx, task)
+		submit := func(task func(context.Context) (int, error)) {
+			f, err := dispatcher.Submit(ctx, d, task)
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}
 		var runs [100]atomic.Int32
-		counted := func(id int) dispatcher.Task[int] {
+		counted := func(id int) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { runs[id].Add(1); return id, nil }
 		}
 		// One blocker per worker, then two requests queued behind each.
@@ -90,7 +90,7 @@ func TestSetWeightZeroDrains(t *testing.T) {
 		require.NoError(t, d.SetWeight(1, 0))
 		within(t, 10*time.Second, "Do with worker 1 drained", func() {
 			for i := range 20 {
-				v, err := d.Do(context.Background(), ok(i))
+				v, err := dispatcher.Do(context.Background(), d, ok(i))
 				assert.NoError(t, err)
 				assert.Equal(t, i, v)
 			}
@@ -103,7 +103,7 @@ func TestSetWeightZeroDrains(t *testing.T) {
 		require.NoError(t, d.SetWeight(1, 3))
 		within(t, 10*time.Second, "Do with worker 1 back", func() {
 			for i := range 20 {
-				_, err := d.Do(context.Background(), ok(i))
+				_, err := dispatcher.Do(context.Background(), d, ok(i))
 				assert.NoError(t, err)
 			}
 		})
@@ -160,7 +160,7 @@ func TestMembershipWhileFlowing(t *testing.T) {
 						wg.Go(func() {
 							for k := range per {
 								id := g*per + k
-								v, err := d.Do(context.Background(), func(context.Context) (int, error) {
+								v, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) {
 									runs[id].Add(1)
 									burn(time.Duration(id%7) * time.Microsecond)
 									return id, nil
@@ -197,7 +197,7 @@ func TestStuckWorker(t *testing.T) {
 		var releaseOnce sync.Once
 		unblock := func() { releaseOnce.Do(func() { close(release) }) }
 		t.Cleanup(unblock)
-		hung, err := d.Submit(context.Background(), blocker(release))
+		hung, err := dispatcher.Submit(context.Background(), d, blocker(release))
 		require.NoError(t, err)
 		var stuck int
 		require.Eventually(t, func() bool {
@@ -215,7 +215,7 @@ func TestStuckWorker(t *testing.T) {
 			for g := range 16 {
 				wg.Go(func() {
 					for k := range 200 {
-						v, err := d.Do(context.Background(), func(context.Context) (int, error) {
+						v, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) {
 							burn(time.Duration(k%5) * time.Microsecond)
 							return g, nil
 						})
@@ -246,7 +246,7 @@ func TestNotDynamic(t *testing.T) {
 		require.ErrorIs(t, d.RemoveWorker(0), dispatcher.ErrNotDynamic)
 		require.ErrorIs(t, d.SetWeight(0, 1), dispatcher.ErrNotDynamic)
 		var v int
-		within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(5)) })
+		within(t, 10*time.Second, "Do", func() { v, err = dispatcher.Do(context.Background(), d, ok(5)) })
 		require.NoError(t, err)
 		require.Equal(t, 5, v)
 		require.Equal(t, int64(1), d.Stats().Workers[1].Completed)
@@ -268,7 +268,7 @@ func (s *fixedStrategy) Done(int, time.Duration) {}
 func TestCloseDeadlineAfterRemove(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		const bound = 10 * time.Second
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategyName("round-robin"))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategyName("round-robin"))
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var releaseOnce sync.Once
@@ -276,8 +276,8 @@ func TestCloseDeadlineAfterRemove(t *testing.T) {
 		defer unblock()
 		// Round-robin: worker 0, worker 1, worker 0 again.
 		var fs []*dispatcher.Future[int]
-		for _, task := range []dispatcher.Task[int]{blocker(release), ok(1), ok(2)} {
-			f, err := d.Submit(context.Background(), task)
+		for _, task := range []func(context.Context) (int, error){blocker(release), ok(1), ok(2)} {
+			f, err := dispatcher.Submit(context.Background(), d, task)
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}

@@ -24,14 +24,14 @@ func TestNestedSubmitWaitsForRoom(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2),
 					dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-				slow, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+				slow, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) {
 					time.Sleep(busy)
 					return 1, nil
 				})
 				require.NoError(t, err)
 				synctest.Wait() // the slow task runs on one worker
-				v, err := d.Do(context.Background(), func(ctx context.Context) (int, error) {
-					return d.Do(ctx, ok(7)) // the other worker is this one: no room until busy ends
+				v, err := dispatcher.Do(context.Background(), d, func(ctx context.Context) (int, error) {
+					return dispatcher.Do(ctx, d, ok(7)) // the other worker is this one: no room until busy ends
 				})
 				require.NoError(t, err, "after %v", busy)
 				require.Equal(t, 7, v)
@@ -54,17 +54,17 @@ func TestNestedTrySubmitNeverWaits(t *testing.T) {
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
 				dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
 			var tryErr, doErr error
-			_, err := d.Do(context.Background(), func(ctx context.Context) (int, error) {
-				_, tryErr = d.TrySubmit(ctx, ok(1))
+			_, err := dispatcher.Do(context.Background(), d, func(ctx context.Context) (int, error) {
+				_, tryErr = dispatcher.TrySubmit(ctx, d, ok(1))
 				bounded, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 				defer cancel()
-				_, doErr = d.Do(bounded, ok(2))
+				_, doErr = dispatcher.Do(bounded, d, ok(2))
 				return 0, nil
 			})
 			require.NoError(t, err)
 			require.ErrorIs(t, tryErr, dispatcher.ErrBusy)
 			require.ErrorIs(t, doErr, context.DeadlineExceeded)
-			v, err := d.Do(context.Background(), ok(5))
+			v, err := dispatcher.Do(context.Background(), d, ok(5))
 			require.NoError(t, err, "the dispatcher keeps serving")
 			require.Equal(t, 5, v)
 			closeBubble(t, d)
@@ -81,7 +81,7 @@ func TestTaskUsesAnotherDispatcher(t *testing.T) {
 				dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0)}
 			outer, inner := bubbleDispatcher(t, opts...), bubbleDispatcher(t, opts...)
 			release := make(chan struct{})
-			hold, err := inner.Submit(context.Background(), func(context.Context) (int, error) {
+			hold, err := dispatcher.Submit(context.Background(), inner, func(context.Context) (int, error) {
 				<-release
 				return 0, nil
 			})
@@ -90,8 +90,8 @@ func TestTaskUsesAnotherDispatcher(t *testing.T) {
 			var got int
 			var gotErr error
 			wg.Go(func() {
-				got, gotErr = outer.Do(context.Background(), func(ctx context.Context) (int, error) {
-					return inner.Do(ctx, ok(3))
+				got, gotErr = dispatcher.Do(context.Background(), outer, func(ctx context.Context) (int, error) {
+					return dispatcher.Do(ctx, inner, ok(3))
 				})
 			})
 			time.Sleep(50 * time.Millisecond)

@@ -3,7 +3,9 @@ package dispatcher_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -36,10 +38,10 @@ func TestBadOptions(t *testing.T) {
 			{"nil option", []dispatcher.Option{nil}, nil},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				var d *dispatcher.Dispatcher[int]
+				var d *dispatcher.Dispatcher
 				var err error
 				require.NotPanics(t, func() {
-					d, err = dispatcher.New[int](append([]dispatcher.Option{dispatcher.WithEngine(eng)}, tc.opts...)...)
+					d, err = dispatcher.New(append([]dispatcher.Option{dispatcher.WithEngine(eng)}, tc.opts...)...)
 				})
 				require.ErrorIs(t, err, dispatcher.ErrBadOption)
 				if tc.also != nil {
@@ -66,7 +68,7 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := dispatcher.New[int](tc.opts...)
+			d, err := dispatcher.New(tc.opts...)
 			require.ErrorIs(t, err, dispatcher.ErrWrongEngine)
 			require.ErrorIs(t, err, dispatcher.ErrBadOption)
 			require.Nil(t, d)
@@ -77,42 +79,57 @@ func TestCompletionBufferNeedsChannels(t *testing.T) {
 			d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
 			var v int
 			var err error
-			within(t, 10*time.Second, "Do", func() { v, err = d.Do(context.Background(), ok(n)) })
+			within(t, 10*time.Second, "Do", func() { v, err = dispatcher.Do(context.Background(), d, ok(n)) })
 			require.NoError(t, err)
 			require.Equal(t, n, v)
 		})
 	}
 }
 
-// TestEngineNames: WithEngine accepts only the two engines; ParseEngine
-// reads their names in any case and refuses anything else with
-// ErrBadOption; each engine's String parses back to it.
+// TestEngineNames: WithEngine accepts only the two engines; an Engine
+// reads their names as text in any case (flag.TextVar) and refuses
+// anything else with ErrBadOption, unchanged; each engine's text reads
+// back to it.
 func TestEngineNames(t *testing.T) {
-	d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Engine(99)))
+	d, err := dispatcher.New(dispatcher.WithEngine(dispatcher.Engine(99)))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	require.Nil(t, d)
-	_, err = dispatcher.New[int](dispatcher.WithEngine(0))
+	_, err = dispatcher.New(dispatcher.WithEngine(0))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption, "the zero Engine is no engine")
 
-	require.Equal(t, []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings}, dispatcher.Engines)
-	for _, eng := range dispatcher.Engines {
-		got, err := dispatcher.ParseEngine(eng.String())
+	for _, eng := range engines {
+		text, err := eng.MarshalText()
 		require.NoError(t, err)
+		require.Equal(t, eng.String(), string(text))
+		var got dispatcher.Engine
+		require.NoError(t, got.UnmarshalText(text))
 		require.Equal(t, eng, got)
 	}
 	for name, want := range map[string]dispatcher.Engine{
 		"channels": dispatcher.Channels, "Channels": dispatcher.Channels, "CHANNELS": dispatcher.Channels,
 		"rings": dispatcher.Rings, "Rings": dispatcher.Rings,
 	} {
-		got, err := dispatcher.ParseEngine(name)
-		require.NoError(t, err, name)
+		var got dispatcher.Engine
+		require.NoError(t, got.UnmarshalText([]byte(name)), name)
 		require.Equal(t, want, got, name)
 	}
 	for _, name := range []string{"", "channel", "ring", "chan", " rings", "rings ", "1", "Engine(1)", "default"} {
-		_, err := dispatcher.ParseEngine(name)
-		require.ErrorIs(t, err, dispatcher.ErrBadOption, "%q", name)
+		got := dispatcher.Rings
+		require.ErrorIs(t, got.UnmarshalText([]byte(name)), dispatcher.ErrBadOption, "%q", name)
+		require.Equal(t, dispatcher.Rings, got, "a refused name leaves the engine unchanged")
 	}
+	_, err = dispatcher.Engine(99).MarshalText()
+	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	require.Equal(t, "Engine(99)", dispatcher.Engine(99).String())
+
+	// flag.TextVar takes an Engine: the idiom for a command line.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var eng dispatcher.Engine
+	fs.TextVar(&eng, "engine", dispatcher.Channels, "")
+	require.NoError(t, fs.Parse([]string{"-engine", "RINGS"}))
+	require.Equal(t, dispatcher.Rings, eng)
+	require.Error(t, fs.Parse([]string{"-engine", "pike"}))
 }
 
 // TestBadCalls: a nil task or context, bad membership arguments: each a
@@ -126,14 +143,14 @@ func TestBadCalls(t *testing.T) {
 			call func() error
 			want []error
 		}{
-			{"Do nil task", func() error { _, err := d.Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-			{"Submit nil task", func() error { _, err := d.Submit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-			{"TrySubmit nil task", func() error { _, err := d.TrySubmit(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-			{"Key Do nil task", func() error { _, err := d.Key(1).Do(context.Background(), nil); return err }, []error{dispatcher.ErrNilTask}},
-			{"Do nil context", func() error { _, err := d.Do(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-			{"Submit nil context", func() error { _, err := d.Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-			{"TrySubmit nil context", func() error { _, err := d.TrySubmit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
-			{"Key Submit nil context", func() error { _, err := d.Key(1).Submit(nilCtx, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Do nil task", func() error { _, err := dispatcher.Do[int](context.Background(), d, nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Submit nil task", func() error { _, err := dispatcher.Submit[int](context.Background(), d, nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"TrySubmit nil task", func() error { _, err := dispatcher.TrySubmit[int](context.Background(), d, nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Key Do nil task", func() error { _, err := dispatcher.Do[int](context.Background(), d.Key(1), nil); return err }, []error{dispatcher.ErrNilTask}},
+			{"Do nil context", func() error { _, err := dispatcher.Do(nilCtx, d, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Submit nil context", func() error { _, err := dispatcher.Submit(nilCtx, d, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"TrySubmit nil context", func() error { _, err := dispatcher.TrySubmit(nilCtx, d, ok(1)); return err }, []error{dispatcher.ErrNilContext}},
+			{"Key Submit nil context", func() error { _, err := dispatcher.Submit(nilCtx, d.Key(1), ok(1)); return err }, []error{dispatcher.ErrNilContext}},
 			{"Close nil context", func() error { return d.Close(nilCtx) }, []error{dispatcher.ErrNilContext}},
 			{"AddWorker negative weight", func() error { _, err := d.AddWorker(-1); return err }, []error{dispatcher.ErrBadOption, strategies.ErrNegativeWeight}},
 			{"SetWeight negative", func() error { return d.SetWeight(0, -1) }, []error{strategies.ErrNegativeWeight}},
@@ -157,7 +174,7 @@ func TestBadCalls(t *testing.T) {
 		}
 		var v int
 		var err error
-		within(t, 10*time.Second, "Do after the bad calls", func() { v, err = d.Do(context.Background(), ok(3)) })
+		within(t, 10*time.Second, "Do after the bad calls", func() { v, err = dispatcher.Do(context.Background(), d, ok(3)) })
 		require.NoError(t, err)
 		require.Equal(t, 3, v)
 		require.Equal(t, int64(1), d.Stats().Completed, "no bad call was accepted")
@@ -171,10 +188,10 @@ func TestBadPickAnswered(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(&fixedStrategy{pick: 7}))
 		for range 3 {
 			var err error
-			within(t, 10*time.Second, "Do with a bad pick", func() { _, err = d.Do(context.Background(), ok(1)) })
+			within(t, 10*time.Second, "Do with a bad pick", func() { _, err = dispatcher.Do(context.Background(), d, ok(1)) })
 			require.ErrorIs(t, err, dispatcher.ErrBadPick)
 		}
-		f, err := d.Submit(context.Background(), ok(1))
+		f, err := dispatcher.Submit(context.Background(), d, ok(1))
 		require.NoError(t, err)
 		_, err = waitFuture(t, f, 10*time.Second)
 		require.True(t, errors.Is(err, dispatcher.ErrBadPick))

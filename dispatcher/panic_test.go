@@ -28,7 +28,7 @@ func TestPanicsContained(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					_, errs[i] = d.Do(context.Background(), func(context.Context) (int, error) { return panicTask(i) })
+					_, errs[i] = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { return panicTask(i) })
 				})
 			}
 			wg.Wait()
@@ -47,7 +47,7 @@ func TestPanicsContained(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					v, err := d.Do(context.Background(), func(context.Context) (int, error) {
+					v, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) {
 						burn(20 * time.Microsecond)
 						return i, nil
 					})
@@ -75,14 +75,14 @@ func TestPanicErrorUnwrap(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		var err error
 		within(t, 10*time.Second, "Do", func() {
-			_, err = d.Do(context.Background(), func(context.Context) (int, error) { panic(sentinel) })
+			_, err = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { panic(sentinel) })
 		})
 		require.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 		require.ErrorIs(t, err, sentinel)
 
 		// panic(nil) is a *runtime.PanicNilError since Go 1.21: still a panic.
 		within(t, 10*time.Second, "Do", func() {
-			_, err = d.Do(context.Background(), func(context.Context) (int, error) { panic(nil) })
+			_, err = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { panic(nil) })
 		})
 		require.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 		var pn *runtime.PanicNilError
@@ -105,20 +105,20 @@ func TestGoexitContained(t *testing.T) {
 			{"workers=4/buffer=16", 4, 16, 200},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(tc.workers), dispatcher.WithWorkerBuffer(tc.buffer))
+				d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(tc.workers), dispatcher.WithWorkerBuffer(tc.buffer))
 				require.NoError(t, err)
 				within(t, 20*time.Second, "Goexit tasks and normal tasks", func() {
 					var wg sync.WaitGroup
 					for i := range tc.exits {
 						wg.Go(func() {
-							_, err := d.Do(context.Background(), func(context.Context) (int, error) {
+							_, err := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) {
 								runtime.Goexit()
 								return 0, nil
 							})
 							assert.ErrorIs(t, err, dispatcher.ErrTaskExited)
 						})
 						wg.Go(func() {
-							v, err := d.Do(context.Background(), ok(i))
+							v, err := dispatcher.Do(context.Background(), d, ok(i))
 							assert.NoError(t, err)
 							assert.Equal(t, i, v)
 						})
@@ -130,7 +130,7 @@ func TestGoexitContained(t *testing.T) {
 				require.Equal(t, int64(2*tc.exits), s.Completed)
 				// Every worker still serves after its replacement.
 				var v int
-				within(t, 10*time.Second, "Do after the replacements", func() { v, err = d.Do(context.Background(), ok(7)) })
+				within(t, 10*time.Second, "Do after the replacements", func() { v, err = dispatcher.Do(context.Background(), d, ok(7)) })
 				require.NoError(t, err)
 				require.Equal(t, 7, v)
 				closeWithin(t, d, 10*time.Second)

@@ -27,7 +27,7 @@ func WithPanicHandler(h func(*PanicError)) Option {
 // request done and answers it. Counting after the handler keeps the worker
 // busy while the handler runs: the balancer sends it nothing more (a full
 // worker is never sent to), so a slow handler delays its own worker only.
-func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count, exiting func()) {
+func (d *Dispatcher) panicked(r *request, v any, stack []byte, count, exiting func()) {
 	d.panics.Add(1)
 	d.finished(r)
 	pe := &PanicError{Value: v, Stack: stack}
@@ -39,7 +39,7 @@ func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count, exit
 		if !answered {
 			exiting()
 			count()
-			d.replyErr(r, pe)
+			d.reply(r, pe)
 		}
 	}()
 	if r.owner != nil {
@@ -48,12 +48,12 @@ func (d *Dispatcher[R]) panicked(r *request[R], v any, stack []byte, count, exit
 	d.handlePanic(pe)
 	answered = true
 	count()
-	d.replyErr(r, pe)
+	d.reply(r, pe)
 }
 
 // handlePanic calls the panic handler, if any, and contains whatever it
 // does.
-func (d *Dispatcher[R]) handlePanic(pe *PanicError) {
+func (d *Dispatcher) handlePanic(pe *PanicError) {
 	if d.onPanic == nil {
 		return
 	}
@@ -71,11 +71,11 @@ func (d *Dispatcher[R]) handlePanic(pe *PanicError) {
 }
 
 // exited answers a request whose task called runtime.Goexit.
-func (d *Dispatcher[R]) exited(r *request[R]) {
+func (d *Dispatcher) exited(r *request) {
 	d.goexits.Add(1)
 	d.finished(r)
 	if r.owner != nil {
 		r.owner.taskFailed(ErrTaskExited)
 	}
-	d.replyErr(r, ErrTaskExited)
+	d.reply(r, ErrTaskExited)
 }

@@ -43,27 +43,27 @@ func TestPanicHandler(t *testing.T) {
 		var log panicLog
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithPanicHandler(log.handle))
 		ctx := context.Background()
-		task := func(id int) dispatcher.Task[int] {
+		task := func(id int) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) { return panicTask(id) }
 		}
 		within(t, 10*time.Second, "panics", func() {
-			_, err := d.Do(ctx, task(1))
+			_, err := dispatcher.Do(ctx, d, task(1))
 			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 			assert.Equal(t, 1, log.len(), "called before Do returned")
 
-			f, err := d.Submit(ctx, task(2))
+			f, err := dispatcher.Submit(ctx, d, task(2))
 			assert.NoError(t, err)
 			_, err = f.Wait(ctx)
 			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 			assert.Equal(t, 2, log.len(), "called before the future was answered")
 
-			g := d.Group(ctx)
+			g := dispatcher.NewGroup[int](ctx, d)
 			assert.NoError(t, g.Go(task(3)))
 			_, err = g.Wait()
 			assert.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
 			assert.Equal(t, 3, log.len(), "called before the group's Wait returned")
 
-			assert.NoError(t, d.Go(ctx, task(4)))
+			assert.NoError(t, d.Go(ctx, func(ctx context.Context) error { _, err := task(4)(ctx); return err }))
 		})
 		require.Eventually(t, func() bool { return log.len() == 4 }, 10*time.Second, time.Millisecond, "Go's panic reaches the handler")
 		log.mu.Lock()
@@ -107,7 +107,7 @@ func TestPanicHandlerFails(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
-					_, errs[i] = d.Do(context.Background(), func(context.Context) (int, error) { panic(i) })
+					_, errs[i] = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { panic(i) })
 				})
 			}
 			wg.Wait()
@@ -119,7 +119,7 @@ func TestPanicHandlerFails(t *testing.T) {
 		}
 		var v int
 		var err error
-		within(t, 10*time.Second, "Do after", func() { v, err = d.Do(context.Background(), ok(5)) })
+		within(t, 10*time.Second, "Do after", func() { v, err = dispatcher.Do(context.Background(), d, ok(5)) })
 		require.NoError(t, err)
 		require.Equal(t, 5, v)
 		s := d.Stats()
@@ -137,9 +137,9 @@ func TestPanicHandlerFails(t *testing.T) {
 
 // TestPanicHandlerOption: a nil handler and a second handler are refused.
 func TestPanicHandlerOption(t *testing.T) {
-	_, err := dispatcher.New[int](dispatcher.WithPanicHandler(nil))
+	_, err := dispatcher.New(dispatcher.WithPanicHandler(nil))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	h := func(*dispatcher.PanicError) {}
-	_, err = dispatcher.New[int](dispatcher.WithPanicHandler(h), dispatcher.WithPanicHandler(h))
+	_, err = dispatcher.New(dispatcher.WithPanicHandler(h), dispatcher.WithPanicHandler(h))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 }

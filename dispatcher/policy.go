@@ -14,11 +14,11 @@ import (
 // statistics, membership and the lifecycle as the balancer has acted on
 // it. Only the balancer goroutine touches it (no locks guard it); the
 // engine's links are the only part that differs.
-type balancer[R any] struct {
+type balancer struct {
 	strat strategies.Strategy
 	dyn   strategies.Dynamic   // nil when strat cannot change membership
 	batch strategies.BatchDone // nil when strat takes completions one by one
-	links links[R]
+	links links
 	depth int // most requests a worker's queue holds (its ring's size on rings)
 	// base is the limit a worker starts at; with a budget, adapt moves it
 	// between lo and depth by the worker's measured task time.
@@ -27,11 +27,11 @@ type balancer[R any] struct {
 
 	// sched holds the requests taken and not handed out, in the
 	// schedule's order; nil under FIFO, where the engine keeps its own.
-	sched scheduler[R]
+	sched scheduler
 	book  *tenantBook
 	// laneIn is the intake whose mode says which flows have a part of it
 	// (lanes.go); nil on Pike's unbuffered channel.
-	laneIn *intake[R]
+	laneIn *intake
 	// meanPer is a moving mean of the workers' task times (admission's
 	// estimate); sampleN picks the requests whose wait is recorded.
 	meanPer time.Duration
@@ -46,7 +46,7 @@ type balancer[R any] struct {
 	live  int // live workers
 	total int // requests pending over all workers
 
-	held  *request[R] // picked for a full worker, sent when it has room
+	held  *request // picked for a full worker, sent when it has room
 	heldW int
 
 	seen lifecycle // the lifecycle state the balancer has acted on
@@ -61,12 +61,12 @@ type balancer[R any] struct {
 
 // links are what an engine does differently: how a request reaches a
 // worker and comes back. Called on the balancer goroutine only.
-type links[R any] interface {
+type links interface {
 	// send hands r to worker i, which has room (fewer than depth pending).
-	send(i int, r *request[R])
+	send(i int, r *request)
 	// takeBack removes a request still queued at worker i, if any, so it
 	// can be answered without running (abandon).
-	takeBack(i int) (*request[R], bool)
+	takeBack(i int) (*request, bool)
 	// add starts a worker and returns its index: the lowest forgotten
 	// one, or a new one; remove makes worker i finish its queue and exit;
 	// forget lets add reuse removed worker i's index, once every request
@@ -81,10 +81,10 @@ type links[R any] interface {
 	// setLimit tells the engine worker i's new limit.
 	setLimit(i, limit int)
 	// recycle keeps an async request the balancer answered itself.
-	recycle(r *request[R])
+	recycle(r *request)
 	// takeIntake returns every request accepted and not yet received by
 	// the balancer (abandon; the intake is fenced by then).
-	takeIntake() []*request[R]
+	takeIntake() []*request
 	// stop stops every worker and waits for all their goroutines.
 	stop()
 }
@@ -115,7 +115,7 @@ type slot struct {
 	unbilled int           // completions since busySeen last moved
 }
 
-func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth, base int, budget time.Duration, weights []int) {
+func (b *balancer) init(s strategies.Strategy, l links, depth, base int, budget time.Duration, weights []int) {
 	b.strat, b.links, b.depth, b.base, b.budget = s, l, depth, base, budget
 	b.lo = min(minLimit, depth)
 	b.dyn, _ = s.(strategies.Dynamic)
@@ -130,21 +130,21 @@ func (b *balancer[R]) init(s strategies.Strategy, l links[R], depth, base int, b
 	}
 }
 
-func (b *balancer[R]) hasRoom(i int) bool {
+func (b *balancer) hasRoom(i int) bool {
 	s := &b.w[i]
 	return !s.removed && s.weight > 0 && s.pending < s.limit
 }
 
-func (b *balancer[R]) isLive(i int) bool { return i >= 0 && i < len(b.w) && !b.w[i].removed }
+func (b *balancer) isLive(i int) bool { return i >= 0 && i < len(b.w) && !b.w[i].removed }
 
 // canTake reports whether the balancer can take a request now: nothing is
 // held and some live, weighted worker has room.
-func (b *balancer[R]) canTake() bool { return b.held == nil && b.room > 0 }
+func (b *balancer) canTake() bool { return b.held == nil && b.room > 0 }
 
 // freeSlots is how many more requests the live, weighted workers can take
 // now, or 0 while a request is held. O(workers): only a zero intake buffer
 // needs it.
-func (b *balancer[R]) freeSlots() int {
+func (b *balancer) freeSlots() int {
 	if b.held != nil {
 		return 0
 	}
@@ -159,18 +159,18 @@ func (b *balancer[R]) freeSlots() int {
 
 // drained reports whether nothing the balancer accepted is still
 // unanswered at it or at a worker.
-func (b *balancer[R]) drained() bool {
+func (b *balancer) drained() bool {
 	return b.held == nil && b.total == 0 && (b.sched == nil || b.sched.len() == 0)
 }
 
 // left is how many requests have left the accepted state: sent to a
 // worker, or answered by the balancer itself.
-func (b *balancer[R]) left() int64 { return b.dispatched + b.answered }
+func (b *balancer) left() int64 { return b.dispatched + b.answered }
 
 // take puts r, which the engine took from its intake, in the schedule,
 // noting when for one request in LatencySampleEvery (its wait). Only when
 // there is a schedule.
-func (b *balancer[R]) take(r *request[R]) {
+func (b *balancer) take(r *request) {
 	b.stamp(r)
 	b.flow(r).queued++
 	b.sched.push(r)
@@ -178,14 +178,14 @@ func (b *balancer[R]) take(r *request[R]) {
 
 // stamp notes when the balancer took r, for one request in
 // LatencySampleEvery: its worker records the wait from then to its start.
-func (b *balancer[R]) stamp(r *request[R]) {
+func (b *balancer) stamp(r *request) {
 	if b.sampleN++; b.sampleN%LatencySampleEvery == 0 {
 		r.took = time.Now().UnixNano()
 	}
 }
 
 // flow returns the stats of r's tenant.
-func (b *balancer[R]) flow(r *request[R]) *flowStats {
+func (b *balancer) flow(r *request) *flowStats {
 	if r.tenant != nil {
 		return r.tenant.stats
 	}
@@ -194,7 +194,7 @@ func (b *balancer[R]) flow(r *request[R]) *flowStats {
 
 // next returns the schedule's next request while a worker can take one,
 // or nil.
-func (b *balancer[R]) next() *request[R] {
+func (b *balancer) next() *request {
 	if !b.canTake() {
 		return nil
 	}
@@ -211,7 +211,7 @@ func (b *balancer[R]) next() *request[R] {
 
 // dispatch picks a worker for r and sends r to it, or holds r until the
 // picked worker has room: the pick is honoured, never re-routed.
-func (d *Dispatcher[R]) dispatch(r *request[R]) {
+func (d *Dispatcher) dispatch(r *request) {
 	b := &d.b
 	if b.seen >= lifeAbandoning {
 		b.answered++
@@ -236,7 +236,7 @@ func (d *Dispatcher[R]) dispatch(r *request[R]) {
 }
 
 // send hands r to worker i and counts it pending.
-func (b *balancer[R]) send(i int, r *request[R]) {
+func (b *balancer) send(i int, r *request) {
 	s := &b.w[i]
 	// Counted before the hand-off: from then on r is its worker's, which
 	// may answer it and see it reused before send returns. The default
@@ -268,7 +268,7 @@ func (b *balancer[R]) send(i int, r *request[R]) {
 // time is published keep the last mean, and a change is spread over every
 // completion since the previous change, however many reports (one per
 // message on the channel engine, one per reap on rings) carried them.
-func (b *balancer[R]) account(i, n int) {
+func (b *balancer) account(i, n int) {
 	s := &b.w[i]
 	s.unbilled += n
 	if busy := b.links.busy(i); busy != s.busySeen {
@@ -302,7 +302,7 @@ const minLimit = 2
 // moment. A run's mean counts the time the worker's goroutine was
 // descheduled in it, so an empty task measures anywhere from 17 to 95 ns
 // on 2 busy cores: the default budget still fills any depth with them.
-func (b *balancer[R]) adapt(i int) {
+func (b *balancer) adapt(i int) {
 	s := &b.w[i]
 	// The smaller of the last two runs' means: a run's mean counts the
 	// time its goroutine was descheduled, which only ever inflates it, so
@@ -341,7 +341,7 @@ func (b *balancer[R]) adapt(i int) {
 // index next. Membership then costs what the live workers cost, however
 // many were ever added. A strategy that cannot reuse indices (not a
 // strategies.Forgetter) keeps them all, as before.
-func (b *balancer[R]) forget(i int) {
+func (b *balancer) forget(i int) {
 	s := &b.w[i]
 	if s.forgotten {
 		return
@@ -358,7 +358,7 @@ func (b *balancer[R]) forget(i int) {
 
 // longFlag returns worker i's long flag, made when its runner is: by New
 // and, for an added worker, on the balancer goroutine.
-func (b *balancer[R]) longFlag(i int) *cacheline.Padded[atomic.Bool] {
+func (b *balancer) longFlag(i int) *cacheline.Padded[atomic.Bool] {
 	for len(b.long) <= i {
 		b.long = append(b.long, nil)
 	}
@@ -368,7 +368,7 @@ func (b *balancer[R]) longFlag(i int) *cacheline.Padded[atomic.Bool] {
 }
 
 // complete counts n requests of worker i as done.
-func (b *balancer[R]) complete(i, n int) {
+func (b *balancer) complete(i, n int) {
 	s := &b.w[i]
 	had := b.hasRoom(i)
 	if !s.removed { // a removed worker left Pike's figure when it was removed
@@ -401,14 +401,13 @@ func (b *balancer[R]) complete(i, n int) {
 
 // replyErrB answers r with err on the balancer goroutine, which owns
 // an unsent async request and recycles it itself.
-func (d *Dispatcher[R]) replyErrB(r *request[R], err error) {
+func (d *Dispatcher) replyErrB(r *request, err error) {
 	r.took = 0 // never ran: no wait to record when it is reused
 	if r.async {
 		d.b.links.recycle(r)
 		return
 	}
-	var zero R
-	r.answer(zero, err)
+	r.answer(err)
 }
 
 // spinTurns is how many empty turns the balancer yields its P for before it

@@ -21,7 +21,7 @@ import (
 // begun. Those refusals change nothing. A strategy that refuses a change
 // midway (no built-in one does once these checks pass) leaves the changes
 // made before it, which Stats shows.
-func (d *Dispatcher[R]) Resize(n int) error {
+func (d *Dispatcher) Resize(n int) error {
 	if !d.made() {
 		return ErrNotStarted
 	}
@@ -52,7 +52,7 @@ func (d *Dispatcher[R]) Resize(n int) error {
 // Every victim leaves the strategy before any leaves the pool: a request
 // held for a victim is picked again (removeLocked), and must not be picked
 // for the next victim.
-func (d *Dispatcher[R]) shrinkLocked(n int) error {
+func (d *Dispatcher) shrinkLocked(n int) error {
 	b := &d.b
 	var victims []int
 	weighted := false // a survivor has a positive weight

@@ -35,7 +35,7 @@ func TestResize(t *testing.T) {
 		require.Equal(t, []int{0, 1, 2, 3, 4}, live(d.Stats()))
 		within(t, 10*time.Second, "Do", func() {
 			for range 50 {
-				_, err := d.Do(context.Background(), ok(1))
+				_, err := dispatcher.Do(context.Background(), d, ok(1))
 				assert.NoError(t, err)
 			}
 		})
@@ -65,9 +65,9 @@ func TestResize(t *testing.T) {
 		require.ErrorIs(t, err, strategies.ErrLastMember, "worker 0 alone has weight 0")
 		require.Equal(t, []int{0, 1}, live(weighted.Stats()))
 
-		var zero dispatcher.Dispatcher[int]
+		var zero dispatcher.Dispatcher
 		require.ErrorIs(t, zero.Resize(1), dispatcher.ErrNotStarted)
-		closed, err := dispatcher.New[int](dispatcher.WithEngine(eng))
+		closed, err := dispatcher.New(dispatcher.WithEngine(eng))
 		require.NoError(t, err)
 		closeWithin(t, closed, 10*time.Second)
 		require.ErrorIs(t, closed.Resize(2), dispatcher.ErrClosed)
@@ -89,8 +89,8 @@ func TestResizeFinishesQueues(t *testing.T) {
 		t.Cleanup(cancel)
 		var runs [3 * workers]atomic.Int32
 		var fs []*dispatcher.Future[int]
-		submit := func(task dispatcher.Task[int]) {
-			f, err := d.Submit(ctx, task)
+		submit := func(task func(context.Context) (int, error)) {
+			f, err := dispatcher.Submit(ctx, d, task)
 			require.NoError(t, err)
 			fs = append(fs, f)
 		}
@@ -125,7 +125,7 @@ func TestResizeUnderLoad(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(3))
 		var runs [requesters * each]atomic.Int32
 		var goDone sync.WaitGroup
-		task := func(id int) dispatcher.Task[int] {
+		task := func(id int) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) {
 				runs[id].Add(1)
 				if id%3 == 0 {
@@ -166,20 +166,21 @@ func TestResizeUnderLoad(t *testing.T) {
 			for r := range requesters {
 				wg.Go(func() {
 					ctx := context.Background()
-					g := d.Group(ctx)
+					g := dispatcher.NewGroup[int](ctx, d)
 					for i := range each {
 						id := r*each + i
 						switch i % 3 {
 						case 0:
-							v, err := d.Do(ctx, task(id))
+							v, err := dispatcher.Do(ctx, d, task(id))
 							assert.NoError(t, err)
 							assert.Equal(t, id, v)
 						case 1:
 							goDone.Add(1)
 							run := task(id)
-							assert.NoError(t, d.Go(ctx, func(ctx context.Context) (int, error) {
+							assert.NoError(t, d.Go(ctx, func(ctx context.Context) error {
 								defer goDone.Done()
-								return run(ctx)
+								_, err := run(ctx)
+								return err
 							}))
 						default:
 							assert.NoError(t, g.Go(task(id)))

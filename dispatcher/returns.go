@@ -15,8 +15,8 @@ import (
 // pool on most Gets (workers Put, the submitter Gets). Up to retBatch-1
 // requests may wait at a worker until it finishes more; a full ring drops
 // the request for the garbage collector.
-type retRing[R any] struct {
-	buf      []*request[R]
+type retRing struct {
+	buf      []*request
 	mask     uint64
 	_        cacheline.Pad
 	tail     atomic.Uint64 // published by the worker
@@ -30,16 +30,16 @@ type retRing[R any] struct {
 // retBatch is how many returned requests a worker publishes at once.
 const retBatch = 16
 
-func newRetRing[R any](depth int) *retRing[R] {
+func newRetRing(depth int) *retRing {
 	size := 64
 	for size < 2*depth+retBatch {
 		size <<= 1
 	}
-	return &retRing[R]{buf: make([]*request[R], size), mask: uint64(size - 1)}
+	return &retRing{buf: make([]*request, size), mask: uint64(size - 1)}
 }
 
 // push hands r back. Worker only.
-func (q *retRing[R]) push(r *request[R]) {
+func (q *retRing) push(r *request) {
 	t := q.put
 	if t-q.headSeen > q.mask {
 		if q.headSeen = q.head.Load(); t-q.headSeen > q.mask {
@@ -54,7 +54,7 @@ func (q *retRing[R]) push(r *request[R]) {
 }
 
 // collect appends what the worker handed back to free. Balancer only.
-func (q *retRing[R]) collect(free []*request[R]) []*request[R] {
+func (q *retRing) collect(free []*request) []*request {
 	t := q.tail.Load()
 	h := q.head.Load()
 	if h == t {
@@ -73,27 +73,27 @@ func (q *retRing[R]) collect(free []*request[R]) []*request[R] {
 // workers' return rings (and those it answered itself) until it passes
 // them to the intake's spare list under the lock it takes anyway. Both
 // engines embed one. Balancer only.
-type spares[R any] struct {
-	free []*request[R]
+type spares struct {
+	free []*request
 	most int // most Go requests kept for reuse
 }
 
-func newSpares[R any](workers, depth int) spares[R] {
-	return spares[R]{most: max(1024, 2*depth*workers)}
+func newSpares(workers, depth int) spares {
+	return spares{most: max(1024, 2*depth*workers)}
 }
 
 // recycle keeps an async request the balancer answered itself (links).
-func (s *spares[R]) recycle(r *request[R]) {
-	r.ctx, r.fn = nil, nil
+func (s *spares) recycle(r *request) {
+	r.ctx, r.job = nil, nil
 	s.free = append(s.free, r)
 }
 
 // collect takes what worker ring q handed back.
-func (s *spares[R]) collect(q *retRing[R]) { s.free = q.collect(s.free) }
+func (s *spares) collect(q *retRing) { s.free = q.collect(s.free) }
 
 // give passes the collected requests to in's spare list. Called with in.mu
 // held.
-func (s *spares[R]) give(in *intake[R]) {
+func (s *spares) give(in *intake) {
 	if len(s.free) > 0 {
 		s.free = in.refill(s.free, s.most)
 	}

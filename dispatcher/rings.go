@@ -25,45 +25,45 @@ const (
 // parked with nothing to do. The fields from d to w are read by every
 // goroutine and written only by New; in, state and wake are the shared
 // hand-off; the rest belongs to the balancer goroutine.
-type rings[R any] struct {
-	d *Dispatcher[R]
-	workerSet[*worker.Worker[*request[R]]]
+type rings struct {
+	d *Dispatcher
+	workerSet[*worker.Worker[*request]]
 	wake chan struct{} // capacity 1: the balancer's wake-up token
 	base int           // the limit a worker starts at (setLimit)
 
 	// Submitters, workers and the balancer write these per request: keep
 	// them off the line above.
 	_  cacheline.Pad
-	in intake[R]
+	in intake
 	// The balancer parks only when it has nothing to do, and whoever
 	// clears state from a parked value sends the one token on wake.
 	state atomic.Int32
 	_     cacheline.Pad
-	w     []ringSlot[R]
+	w     []ringSlot
 
 	// backlog is the last intake swapped out; next is the first request of
 	// it not yet dispatched.
-	backlog []*request[R]
+	backlog []*request
 	next    int
 
 	// dirty lists the workers given requests not yet published to them:
 	// a turn publishes each worker's ring once, not once per request.
 	dirty []int
 
-	spares[R] // finished Go requests on their way back to submitters
+	spares // finished Go requests on their way back to submitters
 }
 
-type ringSlot[R any] struct {
-	doneSeen uint64      // the worker's Done() when last reaped
-	dirty    bool        // in rings.dirty
-	ret      *retRing[R] // the worker's finished Go requests
+type ringSlot struct {
+	doneSeen uint64   // the worker's Done() when last reaped
+	dirty    bool     // in rings.dirty
+	ret      *retRing // the worker's finished Go requests
 	// wakeAt is half the worker's limit: the queue length at or below
 	// which its completions wake a balancer waiting for one.
 	wakeAt *cacheline.Padded[atomic.Int32]
 }
 
-func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
-	e := &rings[R]{d: d, spares: newSpares[R](n, depth), wake: make(chan struct{}, 1), base: base}
+func newRings(d *Dispatcher, n, depth, base, intake int) *rings {
+	e := &rings{d: d, spares: newSpares(n, depth), wake: make(chan struct{}, 1), base: base}
 	e.in.cap = intake
 	d.b.laneIn = &e.in
 	if intake == 0 {
@@ -73,14 +73,14 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 		e.in.free = n * base
 	}
 	cfg := d.workerConfig(depth)
-	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request[R]] {
+	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request] {
 		c := cfg
 		c.Spawn = spawn
 		c.Run, c.Stop = d.runner(i)               // its own sample counter and index
 		at := new(cacheline.Padded[atomic.Int32]) // read per task by this worker only
 		at.V.Store(int32(base / 2))
 		c.Completed = func(queued int) { e.workerDone(&at.V, queued) }
-		rs := ringSlot[R]{ret: newRetRing[R](depth), wakeAt: at}
+		rs := ringSlot{ret: newRetRing(depth), wakeAt: at}
 		if i < len(e.w) {
 			e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
 		} else {
@@ -94,7 +94,7 @@ func newRings[R any](d *Dispatcher[R], n, depth, base, intake int) *rings[R] {
 // send never blocks: the worker's ring holds depth items and at most depth
 // are counted against it. The request reaches the worker at the turn's
 // publish.
-func (e *rings[R]) send(i int, r *request[R]) {
+func (e *rings) send(i int, r *request) {
 	s := &e.w[i]
 	r.ret = s.ret
 	e.pool.Worker(i).Put(r)
@@ -107,12 +107,12 @@ func (e *rings[R]) send(i int, r *request[R]) {
 // takeBack publishes what this turn sent first: a request sent but not yet
 // published is invisible to TryTake, and would reach its worker after the
 // abandon (a held request re-picked in the same turn, say).
-func (e *rings[R]) takeBack(i int) (*request[R], bool) {
+func (e *rings) takeBack(i int) (*request, bool) {
 	e.publish()
 	return e.pool.Worker(i).TryTake()
 }
 
-func (e *rings[R]) takeIntake() []*request[R] {
+func (e *rings) takeIntake() []*request {
 	q := e.backlog[e.next:]
 	e.backlog, e.next = nil, 0
 	in := &e.in
@@ -124,7 +124,7 @@ func (e *rings[R]) takeIntake() []*request[R] {
 }
 
 // publish makes the requests sent this turn visible to their workers.
-func (e *rings[R]) publish() {
+func (e *rings) publish() {
 	for _, i := range e.dirty {
 		e.w[i].dirty = false
 		e.pool.Worker(i).Publish()
@@ -135,7 +135,7 @@ func (e *rings[R]) publish() {
 // loop is the rings engine's balancer goroutine. Each turn it reads
 // completions, dispatches what it holds, then swaps out the intake under
 // one lock; it parks only when a turn did nothing.
-func (e *rings[R]) loop() {
+func (e *rings) loop() {
 	d := e.d
 	b := &d.b
 	idle := 0 // turns in a row that did nothing
@@ -195,7 +195,7 @@ func (e *rings[R]) loop() {
 // park blocks until something may have changed. It is the consumer half of
 // the wake protocol: publish the parked state, then look again, so a
 // producer either sees the state (and sends a token) or is seen here.
-func (e *rings[R]) park() {
+func (e *rings) park() {
 	d := e.d
 	b := &d.b
 	in := &e.in
@@ -240,7 +240,7 @@ func (e *rings[R]) park() {
 }
 
 // completions reports whether any worker finished something not reaped.
-func (e *rings[R]) completions() bool {
+func (e *rings) completions() bool {
 	b := &e.d.b
 	for i := range b.w {
 		if b.w[i].pending > 0 && e.pool.Worker(i).Done() != e.w[i].doneSeen {
@@ -251,10 +251,10 @@ func (e *rings[R]) completions() bool {
 }
 
 // reap reads every worker's completion counter.
-func (e *rings[R]) reap() { e.reaped() }
+func (e *rings) reap() { e.reaped() }
 
 // reaped reads every worker's completion counter and reports what changed.
-func (e *rings[R]) reaped() bool {
+func (e *rings) reaped() bool {
 	b := &e.d.b
 	any := false
 	for i := range b.w {
@@ -279,7 +279,7 @@ func (e *rings[R]) reaped() bool {
 // drain dispatches the backlog while requests can go somewhere. Under a
 // schedule it first moves the whole backlog into it, so the schedule
 // chooses among everything taken.
-func (e *rings[R]) drain() bool {
+func (e *rings) drain() bool {
 	d, b := e.d, &e.d.b
 	if b.sched != nil {
 		took := e.next < len(e.backlog)
@@ -310,7 +310,7 @@ func (e *rings[R]) drain() bool {
 // instead of one per task while every worker is saturated, and the worker
 // still has half a queue to run while the balancer gets a core. The worker
 // reaches that point without help, so no wake-up is lost.
-func (e *rings[R]) workerDone(wakeAt *atomic.Int32, queued int) {
+func (e *rings) workerDone(wakeAt *atomic.Int32, queued int) {
 	if e.state.Load() == parkedNeedComp && queued <= int(wakeAt.Load()) &&
 		e.state.CompareAndSwap(parkedNeedComp, running) {
 		e.wake <- struct{}{}
@@ -320,7 +320,7 @@ func (e *rings[R]) workerDone(wakeAt *atomic.Int32, queued int) {
 // kick wakes the balancer if it is parked. Never blocks: only the caller
 // whose CompareAndSwap leaves a parked state sends, and the balancer takes
 // exactly one token per such change.
-func (e *rings[R]) kick() {
+func (e *rings) kick() {
 	if s := e.state.Load(); s != running && e.state.CompareAndSwap(s, running) {
 		e.wake <- struct{}{}
 	}
@@ -330,6 +330,6 @@ func (e *rings[R]) kick() {
 // half the base limit: a queue deepened for short tasks still wakes the
 // balancer at a quarter of 64, not at half of 256, which cost a batch of
 // empty tasks a quarter more CPU in wake-ups.
-func (e *rings[R]) setLimit(i, limit int) {
+func (e *rings) setLimit(i, limit int) {
 	e.w[i].wakeAt.V.Store(int32(min(limit, e.base) / 2))
 }

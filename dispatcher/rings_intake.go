@@ -6,7 +6,7 @@ import (
 
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
-func (e *rings[R]) enqueue(ctx context.Context, r *request[R], block bool) error {
+func (e *rings) enqueue(ctx context.Context, r *request, block bool) error {
 	l, w := e.d.book.laneOf(e.in.mode, r.tenant, r.prio)
 	if err := e.in.admit(ctx, l, w, block, &e.d.life, e); err != nil {
 		return err
@@ -18,19 +18,19 @@ func (e *rings[R]) enqueue(ctx context.Context, r *request[R], block bool) error
 // enqueueGo takes the request from the spare list under the lock the
 // submit takes anyway, so nothing is allocated or recycled unless the
 // request is accepted.
-func (e *rings[R]) enqueueGo(ctx context.Context, m meta, fn Task[R]) error {
-	l, w := e.d.book.laneOf(e.in.mode, nil, m.prio)
+func (e *rings) enqueueGo(ctx context.Context, m meta, fn goTask) error {
+	l, w := e.d.book.laneOf(e.in.mode, m.tenant, m.prio)
 	if err := e.in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
 		return err
 	}
 	r := e.in.spareGo()
-	r.ctx, r.fn, r.meta = ctx, fn, m
+	r.ctx, r.job, r.meta = ctx, fn, m
 	e.push(r)
 	return nil
 }
 
 // push appends r to the intake, which admit left locked, and unlocks it.
-func (e *rings[R]) push(r *request[R]) {
+func (e *rings) push(r *request) {
 	in := &e.in
 	in.q = append(in.q, r)
 	in.n++
@@ -41,7 +41,7 @@ func (e *rings[R]) push(r *request[R]) {
 // fence stops intake for Close. The intake's lock is the fence: no
 // submitter is between its lifecycle check and its append once the state
 // moves under it.
-func (e *rings[R]) fence() {
+func (e *rings) fence() {
 	in := &e.in
 	in.mu.Lock()
 	e.d.advance(lifeDraining)
@@ -51,7 +51,7 @@ func (e *rings[R]) fence() {
 
 // intakeStats: the balancer's backlog is its own, read on the balancer
 // goroutine (snapshot); the rest is under the lock.
-func (e *rings[R]) intakeStats() (queued, blocked int) {
+func (e *rings) intakeStats() (queued, blocked int) {
 	in := &e.in
 	in.mu.Lock()
 	queued, blocked = len(in.q)+len(e.backlog)-e.next, in.waitq.n

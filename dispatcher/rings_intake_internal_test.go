@@ -22,8 +22,8 @@ type lineResult struct {
 // lineSubmit starts a blocking enqueue of r on either engine and returns
 // where its result lands once it returns.
 func lineSubmit(e interface {
-	enqueue(context.Context, *request[int], bool) error
-}, ctx context.Context, r *request[int]) *lineResult {
+	enqueue(context.Context, *request, bool) error
+}, ctx context.Context, r *request) *lineResult {
 	res := &lineResult{}
 	go func() {
 		res.err = e.enqueue(ctx, r, true)
@@ -34,11 +34,11 @@ func lineSubmit(e interface {
 
 // fullIntake returns a dispatcher (no balancer) whose intake of cap 1 is
 // full, with n1 and n2 waiting in line in that order.
-func fullIntake(t *testing.T, ctx1, ctx2 context.Context) (e *rings[int], r1, r2 *request[int], w1, w2 *lineResult) {
+func fullIntake(t *testing.T, ctx1, ctx2 context.Context) (e *rings, r1, r2 *request, w1, w2 *lineResult) {
 	t.Helper()
-	e = &rings[int]{d: &Dispatcher[int]{}, wake: make(chan struct{}, 1)}
+	e = &rings{d: &Dispatcher{}, wake: make(chan struct{}, 1)}
 	e.in.cap, e.in.n = 1, 1
-	r1, r2 = &request[int]{}, &request[int]{}
+	r1, r2 = &request{}, &request{}
 	w1 = lineSubmit(e, ctx1, r1)
 	synctest.Wait()
 	w2 = lineSubmit(e, ctx2, r2)
@@ -69,7 +69,7 @@ func TestLineCancelledWhileOfferedPassesOn(t *testing.T) {
 		require.ErrorIs(t, w1.err, context.Canceled)
 		require.True(t, w2.done, "the offer made to a cancelled submitter was lost")
 		require.NoError(t, w2.err)
-		require.Equal(t, []*request[int]{r2}, e.in.q)
+		require.Equal(t, []*request{r2}, e.in.q)
 		require.Equal(t, 1, e.in.n)
 		require.Zero(t, e.in.offered)
 		require.Zero(t, e.in.waitq.n)
@@ -100,7 +100,7 @@ func TestLineOfferedKeepsItsPlace(t *testing.T) {
 		require.True(t, w1.done, "the first in line lost its place")
 		require.NoError(t, w1.err)
 		require.False(t, w2.done)
-		require.Equal(t, []*request[int]{r1}, e.in.q)
+		require.Equal(t, []*request{r1}, e.in.q)
 
 		// Close wakes the rest; they are refused.
 		e.in.mu.Lock()

@@ -18,11 +18,11 @@ var scaleStrategies = []string{"least-pending", "round-robin", "swrr"}
 // workers: one submitter hands b.N empty tasks to Go (a batch), on each
 // engine. docs/performance.md plots it.
 func BenchmarkScaleWorkers(b *testing.B) {
-	for _, e := range dispatcher.Engines {
+	for _, e := range engines {
 		for _, strategy := range scaleStrategies {
 			for _, workers := range []int{1, 2, 8, 64, 512, 4096} {
 				b.Run(fmt.Sprintf("engine=%v/strategy=%s/workers=%d", e, strategy, workers), func(b *testing.B) {
-					d, err := dispatcher.New[int](dispatcher.WithEngine(e), dispatcher.WithWorkers(workers),
+					d, err := dispatcher.New(dispatcher.WithEngine(e), dispatcher.WithWorkers(workers),
 						dispatcher.WithStrategyName(strategy))
 					if err != nil {
 						b.Fatal(err)
@@ -39,11 +39,11 @@ func BenchmarkScaleWorkers(b *testing.B) {
 // closed-loop requesters (each waits for its answer before the next), over
 // GOMAXPROCS workers, on each engine.
 func BenchmarkScaleRequesters(b *testing.B) {
-	for _, e := range dispatcher.Engines {
+	for _, e := range engines {
 		for _, strategy := range scaleStrategies {
 			for _, requesters := range []int{1, 64, 1000, 10000} {
 				b.Run(fmt.Sprintf("engine=%v/strategy=%s/requesters=%d", e, strategy, requesters), func(b *testing.B) {
-					d, err := dispatcher.New[int](dispatcher.WithEngine(e), dispatcher.WithStrategyName(strategy))
+					d, err := dispatcher.New(dispatcher.WithEngine(e), dispatcher.WithStrategyName(strategy))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -56,15 +56,15 @@ func BenchmarkScaleRequesters(b *testing.B) {
 }
 
 // batch submits b.N empty tasks with Go and waits for the last.
-func batch(b *testing.B, d *dispatcher.Dispatcher[int]) {
+func batch(b *testing.B, d *dispatcher.Dispatcher) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	done := make(chan struct{})
-	task := func(context.Context) (int, error) {
+	task := func(context.Context) error {
 		if left.Add(-1) == 0 {
 			close(done)
 		}
-		return 0, nil
+		return nil
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -80,7 +80,7 @@ func batch(b *testing.B, d *dispatcher.Dispatcher[int]) {
 
 // closedLoopOf is closedLoop with a given number of requesters (at most
 // b.N of them, so every requester has at least one request).
-func closedLoopOf(b *testing.B, d *dispatcher.Dispatcher[int], requesters int, task dispatcher.Task[int]) {
+func closedLoopOf(b *testing.B, d *dispatcher.Dispatcher, requesters int, task func(context.Context) (int, error)) {
 	requesters = max(1, min(requesters, b.N))
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -95,7 +95,7 @@ func closedLoopOf(b *testing.B, d *dispatcher.Dispatcher[int], requesters int, t
 		k := d.Key(uint64(g))
 		wg.Go(func() {
 			for range n {
-				if _, err := k.Do(ctx, task); err != nil {
+				if _, err := dispatcher.Do(ctx, k, task); err != nil {
 					b.Error(err)
 					return
 				}

@@ -38,9 +38,6 @@ const (
 // DefaultSchedule is the schedule New uses without WithSchedule.
 const DefaultSchedule = FIFO
 
-// Schedules lists every schedule, in the order the demo shows them.
-var Schedules = []Schedule{FIFO, ByPriority, ByDeadline, Fair}
-
 // String returns the schedule's name: "fifo", "priority", "deadline" or
 // "fair".
 func (s Schedule) String() string {
@@ -57,15 +54,26 @@ func (s Schedule) String() string {
 	return fmt.Sprintf("Schedule(%d)", int(s))
 }
 
-// ParseSchedule returns the schedule named s, or an error wrapping
-// ErrBadOption.
-func ParseSchedule(s string) (Schedule, error) {
-	for _, x := range Schedules {
-		if strings.EqualFold(s, x.String()) {
-			return x, nil
+// MarshalText returns the schedule's name; an unknown schedule is an
+// error wrapping ErrBadOption.
+func (s Schedule) MarshalText() ([]byte, error) {
+	if s < FIFO || s > Fair {
+		return nil, fmt.Errorf("%w: unknown schedule %d", ErrBadOption, int(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText sets s to the schedule named by text ("fifo", "priority",
+// "deadline" or "fair", in any case), so flag.TextVar takes a Schedule;
+// another name is an error wrapping ErrBadOption, and s is unchanged.
+func (s *Schedule) UnmarshalText(text []byte) error {
+	for x := FIFO; x <= Fair; x++ {
+		if strings.EqualFold(string(text), x.String()) {
+			*s = x
+			return nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown schedule %q (want fifo, priority, deadline or fair)", ErrBadOption, s)
+	return fmt.Errorf("%w: unknown schedule %q (want fifo, priority, deadline or fair)", ErrBadOption, text)
 }
 
 // WithSchedule selects the schedule (default DefaultSchedule).
@@ -83,35 +91,35 @@ func WithSchedule(s Schedule) Option {
 // scheduler holds the requests the balancer took and has not handed out,
 // in the order a schedule gives them. Balancer goroutine only. FIFO has
 // none: the engines keep their own order, at no cost.
-type scheduler[R any] interface {
-	push(r *request[R])
+type scheduler interface {
+	push(r *request)
 	// pop returns the next request to hand out, or nil when none waits.
-	pop() *request[R]
+	pop() *request
 	len() int
 	// takeAll empties the scheduler (abandon).
-	takeAll() []*request[R]
+	takeAll() []*request
 }
 
-func newScheduler[R any](s Schedule, shares *tenantBook) scheduler[R] {
+func newScheduler(s Schedule, shares *tenantBook) scheduler {
 	switch s {
 	case ByPriority:
-		return newPriorityQueue[R]()
+		return newPriorityQueue()
 	case ByDeadline:
-		return new(deadlineQueue[R])
+		return new(deadlineQueue)
 	case Fair:
-		return newFairQueue[R](shares)
+		return newFairQueue(shares)
 	}
 	return nil
 }
 
 // fifo is a queue of requests: a slice consumed from head, compacted when
 // half of it is consumed, so it allocates only to grow.
-type fifo[R any] struct {
-	q    []*request[R]
+type fifo struct {
+	q    []*request
 	head int
 }
 
-func (f *fifo[R]) push(r *request[R]) {
+func (f *fifo) push(r *request) {
 	if f.head > 0 && f.head >= len(f.q)/2 {
 		n := copy(f.q, f.q[f.head:])
 		clear(f.q[n:])
@@ -120,7 +128,7 @@ func (f *fifo[R]) push(r *request[R]) {
 	f.q = append(f.q, r)
 }
 
-func (f *fifo[R]) pop() *request[R] {
+func (f *fifo) pop() *request {
 	if f.head == len(f.q) {
 		return nil
 	}
@@ -133,10 +141,10 @@ func (f *fifo[R]) pop() *request[R] {
 	return r
 }
 
-func (f *fifo[R]) len() int { return len(f.q) - f.head }
+func (f *fifo) len() int { return len(f.q) - f.head }
 
-func (f *fifo[R]) takeAll() []*request[R] {
-	q := append([]*request[R](nil), f.q[f.head:]...)
+func (f *fifo) takeAll() []*request {
+	q := append([]*request(nil), f.q[f.head:]...)
 	clear(f.q)
 	f.q, f.head = f.q[:0], 0
 	return q

@@ -20,7 +20,7 @@ import (
 // each hand-out, the flow served resubmits rtt hand-outs later (rtt
 // random in [1, 2]: two workers). It returns the longest wait of each flow, in
 // hand-outs.
-func closedLoop(t *testing.T, q scheduler[int], prios []int, tenants []*tenant, handouts int) []int {
+func closedLoop(t *testing.T, q scheduler, prios []int, tenants []*tenant, handouts int) []int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 5))
 	n := len(prios)
@@ -33,7 +33,7 @@ func closedLoop(t *testing.T, q scheduler[int], prios []int, tenants []*tenant, 
 	for range handouts {
 		f := -1 // no flow waits: time passes without a hand-out
 		if r := q.pop(); r != nil {
-			f = r.res
+			f = int(r.key)
 			worst[f] = max(worst[f], since[f])
 			since[f], back[f] = -1, 1+rng.IntN(2)
 		}
@@ -56,7 +56,7 @@ func closedLoop(t *testing.T, q scheduler[int], prios []int, tenants []*tenant, 
 }
 
 func TestPriorityClosedLoopNoStarvation(t *testing.T) {
-	q := newPriorityQueue[int]()
+	q := newPriorityQueue()
 	worst := closedLoop(t, q, []int{0, 3, 3, 7, 7}, make([]*tenant, 5), 30000)
 	t.Logf("worst waits in hand-outs: class 0 %d, class 3 %d, class 7 %d", worst[0], max(worst[1], worst[2]), max(worst[3], worst[4]))
 	require.LessOrEqual(t, worst[0], 3*(1+8+128), "class 0 within 3·W")
@@ -64,7 +64,7 @@ func TestPriorityClosedLoopNoStarvation(t *testing.T) {
 
 func TestFairClosedLoopNoStarvation(t *testing.T) {
 	book := newTenantBook()
-	q := newFairQueue[int](book)
+	q := newFairQueue(book)
 	ts := []*tenant{
 		{share: 1, member: -1, stats: book.named("a")},
 		{share: 8, member: -1, stats: book.named("b")},

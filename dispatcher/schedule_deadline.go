@@ -3,33 +3,33 @@ package dispatcher
 // deadlineQueue is ByDeadline: a heap of the requests whose context has a
 // deadline, earliest first (ties in arrival order), and a FIFO of those
 // without, served only when the heap is empty.
-type deadlineQueue[R any] struct {
-	h    deadlineHeap[R]
-	none fifo[R]
+type deadlineQueue struct {
+	h    deadlineHeap
+	none fifo
 	seq  uint64
 }
 
-func (q *deadlineQueue[R]) push(r *request[R]) {
+func (q *deadlineQueue) push(r *request) {
 	dl, ok := r.ctx.Deadline()
 	if !ok {
 		q.none.push(r)
 		return
 	}
 	q.seq++
-	q.h.push(due[R]{at: dl.UnixNano(), seq: q.seq, r: r})
+	q.h.push(due{at: dl.UnixNano(), seq: q.seq, r: r})
 }
 
-func (q *deadlineQueue[R]) pop() *request[R] {
+func (q *deadlineQueue) pop() *request {
 	if len(q.h) > 0 {
 		return q.h.pop().r
 	}
 	return q.none.pop()
 }
 
-func (q *deadlineQueue[R]) len() int { return len(q.h) + q.none.len() }
+func (q *deadlineQueue) len() int { return len(q.h) + q.none.len() }
 
-func (q *deadlineQueue[R]) takeAll() []*request[R] {
-	var all []*request[R]
+func (q *deadlineQueue) takeAll() []*request {
+	var all []*request
 	for _, e := range q.h {
 		all = append(all, e.r)
 	}
@@ -41,25 +41,25 @@ func (q *deadlineQueue[R]) takeAll() []*request[R] {
 // due is a request with a deadline: when (Unix ns) and its arrival, which
 // orders equal deadlines. Kept in the heap, not in the request, which
 // every request would pay for.
-type due[R any] struct {
+type due struct {
 	at  int64
 	seq uint64
-	r   *request[R]
+	r   *request
 }
 
 // deadlineHeap is a binary min-heap by (at, seq), written out rather than
 // through container/heap, whose interface would box each entry (an
 // allocation per request).
-type deadlineHeap[R any] []due[R]
+type deadlineHeap []due
 
-func (h deadlineHeap[R]) less(i, j int) bool {
+func (h deadlineHeap) less(i, j int) bool {
 	if h[i].at != h[j].at {
 		return h[i].at < h[j].at
 	}
 	return h[i].seq < h[j].seq
 }
 
-func (h *deadlineHeap[R]) push(e due[R]) {
+func (h *deadlineHeap) push(e due) {
 	*h = append(*h, e)
 	s := *h
 	for j := len(s) - 1; j > 0; {
@@ -72,12 +72,12 @@ func (h *deadlineHeap[R]) push(e due[R]) {
 	}
 }
 
-func (h *deadlineHeap[R]) pop() due[R] {
+func (h *deadlineHeap) pop() due {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
 	s[0] = s[n]
-	s[n] = due[R]{}
+	s[n] = due{}
 	s = s[:n]
 	for j := 0; ; {
 		l, m := 2*j+1, j

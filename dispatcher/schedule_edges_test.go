@@ -25,12 +25,12 @@ func TestAdmissionFreshOnAnIdleDispatcher(t *testing.T) {
 			ctx := context.Background()
 			task := func(context.Context) (int, error) { time.Sleep(20 * time.Millisecond); return 0, nil }
 			for range 4 { // the balancer measures the task time
-				_, err := d.Do(ctx, task)
+				_, err := dispatcher.Do(ctx, d, task)
 				require.NoError(t, err)
 			}
-			f1, err := d.Submit(ctx, task)
+			f1, err := dispatcher.Submit(ctx, d, task)
 			require.NoError(t, err)
-			f2, err := d.Submit(ctx, task)
+			f2, err := dispatcher.Submit(ctx, d, task)
 			require.NoError(t, err)
 			_, err = f1.Wait(ctx)
 			require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestAdmissionFreshOnAnIdleDispatcher(t *testing.T) {
 			synctest.Wait()
 			for k := range 5 {
 				dctx, cancel := context.WithTimeout(ctx, 35*time.Millisecond)
-				_, err := d.Do(dctx, task)
+				_, err := dispatcher.Do(dctx, d, task)
 				cancel()
 				require.NoError(t, err, "request %d: 20 ms of work, 35 ms left, nothing ahead", k)
 			}
@@ -54,10 +54,10 @@ func TestAdmissionFreshOnAnIdleDispatcher(t *testing.T) {
 // intake does; it used to wait for a running task Close had given up on.
 func TestLimitWaitEndsAtClose(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		require.NoError(t, err)
 		release, started := make(chan struct{}), make(chan struct{})
-		g := d.Group(context.Background(), dispatcher.Limit(1))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Limit(1))
 		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 0, nil }))
 		<-started
 		waiting := make(chan error, 1)
@@ -88,12 +88,12 @@ func TestScheduleKeepsTheRendezvous(t *testing.T) {
 					dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(intake), dispatcher.WithSchedule(dispatcher.Fair))
 				release := make(chan struct{})
 				ctx := context.Background()
-				f0, err := d.Submit(ctx, func(context.Context) (int, error) { <-release; return 0, nil })
+				f0, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { <-release; return 0, nil })
 				require.NoError(t, err)
 				synctest.Wait()
 				var fs []*dispatcher.Future[int]
 				for range 50 {
-					f, err := d.TrySubmit(ctx, ok(1))
+					f, err := dispatcher.TrySubmit(ctx, d, ok(1))
 					synctest.Wait() // the balancer takes what it will
 					if err == nil {
 						fs = append(fs, f)
@@ -125,11 +125,11 @@ func TestScheduleKeepsTheRendezvous(t *testing.T) {
 // to be counted as the default tenant's.
 func TestTenantStatsAfterAbandon(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
 			dispatcher.WithWorkerBuffer(3), dispatcher.WithQueueBudget(0))
 		require.NoError(t, err)
 		release, started := make(chan struct{}), make(chan struct{})
-		g := d.Group(context.Background(), dispatcher.Tenant("batch"), dispatcher.CollectErrors())
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant("batch"), dispatcher.CollectErrors())
 		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 0, nil }))
 		<-started
 		for range 3 {

@@ -1,8 +1,32 @@
 package dispatcher
 
 import (
+	"fmt"
+
 	"github.com/gobalancer/balancer/strategies"
 )
+
+// rotation is the swrr strategy as the Fair and ByPriority schedules use
+// it: picks, membership changes and the reuse of a removed member's index.
+type rotation interface {
+	strategies.Dynamic
+	strategies.Forgetter
+}
+
+// newRotation returns swrr over weights, built by name: its bound (each
+// member within 2 of its share after any change) is what the schedules
+// promise.
+func newRotation(weights []int) (rotation, error) {
+	s, err := strategies.New("swrr", weights)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := s.(rotation)
+	if !ok {
+		return nil, fmt.Errorf("dispatcher: swrr is %T, not a Forgetter", s) // every Dynamic strategy forgets: cannot happen
+	}
+	return r, nil
+}
 
 // fairQueue is Fair: a FIFO per tenant, and the swrr strategy over the
 // tenants waiting, weighted by their shares, to pick which hands out
@@ -12,29 +36,29 @@ import (
 // members are the tenants waiting plus at most those that stopped since
 // their last turn, and its bound (each within 2 of its share) holds
 // among the tenants waiting.
-type fairQueue[R any] struct {
-	w     *strategies.SWRR
-	flows []fairFlow[R] // by swrr member index; t is nil for a free index
+type fairQueue struct {
+	w     rotation
+	flows []fairFlow // by swrr member index; t is nil for a free index
 	def   *tenant
 	defOn bool // the default tenant's weight is positive in w
 	n     int
 }
 
-type fairFlow[R any] struct {
+type fairFlow struct {
 	t *tenant
-	q fifo[R]
+	q fifo
 }
 
-func newFairQueue[R any](book *tenantBook) *fairQueue[R] {
-	w, err := strategies.NewSWRR([]int{book.def.share})
+func newFairQueue(book *tenantBook) *fairQueue {
+	w, err := newRotation([]int{book.def.share})
 	if err != nil {
 		panic("dispatcher: the default tenant's share was refused: " + err.Error()) // share 1: cannot happen
 	}
 	book.def.member = 0
-	return &fairQueue[R]{w: w, flows: []fairFlow[R]{{t: book.def}}, def: book.def, defOn: true}
+	return &fairQueue{w: w, flows: []fairFlow{{t: book.def}}, def: book.def, defOn: true}
 }
 
-func (q *fairQueue[R]) push(r *request[R]) {
+func (q *fairQueue) push(r *request) {
 	t := r.tenant
 	if t == nil {
 		t = q.def
@@ -53,7 +77,7 @@ func (q *fairQueue[R]) push(r *request[R]) {
 			break
 		}
 		for len(q.flows) <= i {
-			q.flows = append(q.flows, fairFlow[R]{})
+			q.flows = append(q.flows, fairFlow{})
 		}
 		q.flows[i].t, t.member = t, i
 	}
@@ -62,14 +86,14 @@ func (q *fairQueue[R]) push(r *request[R]) {
 }
 
 // defaultIn gives the default tenant its share back if it had none.
-func (q *fairQueue[R]) defaultIn() {
+func (q *fairQueue) defaultIn() {
 	if !q.defOn {
 		_ = q.w.SetWeight(0, q.def.share) // raising a weight is never refused
 		q.defOn = true
 	}
 }
 
-func (q *fairQueue[R]) pop() *request[R] {
+func (q *fairQueue) pop() *request {
 	if q.n == 0 {
 		return nil
 	}
@@ -95,13 +119,13 @@ func (q *fairQueue[R]) pop() *request[R] {
 		// The index may come back with the next tenant to join; swrr
 		// refuses only an index that is not removed, which i is.
 		_ = q.w.Forget(i)
-		f.t.member, f.t, f.q = -1, nil, fifo[R]{}
+		f.t.member, f.t, f.q = -1, nil, fifo{}
 	}
 }
 
 // scan serves the first tenant waiting: unreachable while swrr keeps its
 // contract, and never loses a request if it does not.
-func (q *fairQueue[R]) scan() *request[R] {
+func (q *fairQueue) scan() *request {
 	for i := range q.flows {
 		if r := q.flows[i].q.pop(); r != nil {
 			q.n--
@@ -111,10 +135,10 @@ func (q *fairQueue[R]) scan() *request[R] {
 	return nil
 }
 
-func (q *fairQueue[R]) len() int { return q.n }
+func (q *fairQueue) len() int { return q.n }
 
-func (q *fairQueue[R]) takeAll() []*request[R] {
-	var all []*request[R]
+func (q *fairQueue) takeAll() []*request {
+	var all []*request
 	for i := range q.flows {
 		all = append(all, q.flows[i].q.takeAll()...)
 	}

@@ -18,7 +18,7 @@ import (
 // fuzzSched is one FuzzScheduler run's bookkeeping.
 type fuzzSched struct {
 	t       *testing.T
-	d       *dispatcher.Dispatcher[int]
+	d       *dispatcher.Dispatcher
 	sched   dispatcher.Schedule
 	closed  bool
 	abandon bool // Close's context ended first: queued requests may be abandoned
@@ -31,7 +31,7 @@ type fuzzSched struct {
 }
 
 // task makes request id's task, which counts its runs and returns id.
-func (f *fuzzSched) task(id int) dispatcher.Task[int] {
+func (f *fuzzSched) task(id int) func(context.Context) (int, error) {
 	runs := f.runs[id] // not the slice, which the next submits grow
 	return func(context.Context) (int, error) { runs.Add(1); return id, nil }
 }
@@ -84,7 +84,7 @@ func (f *fuzzSched) op(code, arg byte) {
 	switch code % 9 {
 	case 0: // Do
 		id := f.newID(classOK && !f.closed)
-		v, err := view.Do(context.Background(), f.task(id))
+		v, err := dispatcher.Do(context.Background(), view, f.task(id))
 		if err != nil && (!classOK || f.closed) {
 			f.submitErr(err, classOK, false)
 			f.mustRun[id] = false
@@ -93,7 +93,7 @@ func (f *fuzzSched) op(code, arg byte) {
 		f.check(id, v, err, false)
 	case 1: // Submit
 		id := f.newID(classOK && !f.closed)
-		fut, err := view.Submit(context.Background(), f.task(id))
+		fut, err := dispatcher.Submit(context.Background(), view, f.task(id))
 		if err != nil {
 			f.submitErr(err, classOK, false)
 			f.mustRun[id] = false
@@ -105,7 +105,8 @@ func (f *fuzzSched) op(code, arg byte) {
 		})
 	case 2: // Go: nobody hears its answer; it must run once unless refused
 		id := f.newID(classOK && !f.closed)
-		err := view.Go(context.Background(), f.task(id))
+		task := f.task(id) // here, not on the worker: it reads f's state
+		err := view.Go(context.Background(), func(ctx context.Context) error { _, err := task(ctx); return err })
 		if err != nil {
 			f.submitErr(err, classOK, false)
 			f.mustRun[id] = false
@@ -116,7 +117,7 @@ func (f *fuzzSched) op(code, arg byte) {
 		id := f.newID(false)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := view.Do(ctx, f.task(id))
+		_, err := dispatcher.Do(ctx, view, f.task(id))
 		if classOK {
 			assert.ErrorIs(f.t, err, context.Canceled)
 		} else {
@@ -126,7 +127,7 @@ func (f *fuzzSched) op(code, arg byte) {
 	case 4: // cancelled after submit: runs at most once, answered once
 		id := f.newID(false)
 		ctx, cancel := context.WithCancel(context.Background())
-		fut, err := view.Submit(ctx, f.task(id))
+		fut, err := dispatcher.Submit(ctx, view, f.task(id))
 		cancel()
 		if err != nil {
 			f.submitErr(err, classOK, false)
@@ -146,7 +147,7 @@ func (f *fuzzSched) op(code, arg byte) {
 			opts = append(opts, dispatcher.Share(1+int(arg>>4)))
 		}
 		shareOK := !share || f.sched == dispatcher.Fair
-		g := d.Group(context.Background(), append(opts, dispatcher.Tenant("fuzz"))...)
+		g := dispatcher.NewGroup[int](context.Background(), d, append(opts, dispatcher.Tenant("fuzz"))...)
 		n := 1 + int(arg)%4
 		var ids []int
 		failed := false
@@ -240,9 +241,9 @@ func FuzzScheduler(f *testing.F) {
 		if len(ops) > 128 {
 			ops = ops[:128]
 		}
-		sched := dispatcher.Schedules[int(schedB)%len(dispatcher.Schedules)]
-		eng := dispatcher.Engines[int(engB)%len(dispatcher.Engines)]
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithSchedule(sched),
+		sched := schedules[int(schedB)%len(schedules)]
+		eng := engines[int(engB)%len(engines)]
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithSchedule(sched),
 			dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategyName("least-pending"))
 		require.NoError(t, err)
 		fs := &fuzzSched{t: t, d: d, sched: sched, live: []int{0, 1}}

@@ -9,22 +9,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gobalancer/balancer/strategies"
+	"github.com/gobalancer/balancer/internal/lag"
 )
 
 // schedReq is a hand-made request for driving a schedule's queue directly:
-// its value res is its id, so pops can be checked against a model.
-func schedReq(ctx context.Context, id int, prio int, t *tenant) *request[int] {
-	r := &request[int]{ctx: ctx, tenant: t}
+// its key is its id, so pops can be checked against a model.
+func schedReq(ctx context.Context, id int, prio int, t *tenant) *request {
+	r := &request{ctx: ctx, meta: meta{tenant: t}}
 	r.prio = uint8(prio)
-	r.res = id
+	r.key = uint64(id)
 	return r
 }
 
 // TestPriorityQueueFIFOWithinClass: requests of one class come out in the
 // order they went in, whatever the other classes do.
 func TestPriorityQueueFIFOWithinClass(t *testing.T) {
-	q := newPriorityQueue[int]()
+	q := newPriorityQueue()
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 400
 	for id := range n {
@@ -39,10 +39,10 @@ func TestPriorityQueueFIFOWithinClass(t *testing.T) {
 	for range n {
 		r := q.pop()
 		require.NotNil(t, r)
-		require.Greater(t, r.res, last[r.prio], "class %d out of FIFO order", r.prio)
-		last[r.prio] = r.res
-		require.False(t, seen[r.res], "request %d popped twice", r.res)
-		seen[r.res] = true
+		require.Greater(t, int(r.key), last[r.prio], "class %d out of FIFO order", r.prio)
+		last[r.prio] = int(r.key)
+		require.False(t, seen[int(r.key)], "request %d popped twice", int(r.key))
+		seen[int(r.key)] = true
 	}
 	require.Nil(t, q.pop())
 	require.Zero(t, q.len())
@@ -54,7 +54,7 @@ func TestPriorityQueueFIFOWithinClass(t *testing.T) {
 func TestPriorityQueueNoStarvationUnderClass7(t *testing.T) {
 	const bound = 3 * 129
 	for offset := range 140 { // past one swrr cycle (129)
-		q := newPriorityQueue[int]()
+		q := newPriorityQueue()
 		id := 0
 		push7 := func() { q.push(schedReq(context.Background(), id, 7, nil)); id++ }
 		for range 4 {
@@ -72,7 +72,7 @@ func TestPriorityQueueNoStarvationUnderClass7(t *testing.T) {
 			r := q.pop()
 			require.NotNil(t, r)
 			if r.prio == 0 {
-				require.Equal(t, -1, r.res)
+				require.Equal(t, -1, int(r.key))
 				found = pops
 				break
 			}
@@ -87,7 +87,7 @@ func TestPriorityQueueNoStarvationUnderClass7(t *testing.T) {
 // time after.
 func TestPriorityQueueNoStarvationAllClasses(t *testing.T) {
 	const bound = 3 * 255
-	q := newPriorityQueue[int]()
+	q := newPriorityQueue()
 	id := 0
 	for p := range MaxPriority + 1 {
 		for range 2 {
@@ -125,7 +125,7 @@ func TestDeadlineQueueOrder(t *testing.T) {
 		t.Cleanup(cancel)
 		return ctx
 	}
-	q := new(deadlineQueue[int])
+	q := new(deadlineQueue)
 	rng := rand.New(rand.NewPCG(3, 4))
 	const n = 300
 	offs := make([]int, n) // -1: no deadline
@@ -143,20 +143,20 @@ func TestDeadlineQueueOrder(t *testing.T) {
 	for range n {
 		r := q.pop()
 		require.NotNil(t, r)
-		off := offs[r.res]
+		off := offs[int(r.key)]
 		if off < 0 {
 			if noneSeen {
-				require.Greater(t, r.res, prevID, "no-deadline requests out of FIFO order")
+				require.Greater(t, int(r.key), prevID, "no-deadline requests out of FIFO order")
 			}
-			noneSeen, prevID = true, r.res
+			noneSeen, prevID = true, int(r.key)
 			continue
 		}
-		require.False(t, noneSeen, "request %d with a deadline after one without", r.res)
-		require.GreaterOrEqual(t, off, prevOff, "deadline order broken at %d", r.res)
+		require.False(t, noneSeen, "request %d with a deadline after one without", int(r.key))
+		require.GreaterOrEqual(t, off, prevOff, "deadline order broken at %d", int(r.key))
 		if off == prevOff {
-			require.Greater(t, r.res, prevID, "equal deadlines out of FIFO order")
+			require.Greater(t, int(r.key), prevID, "equal deadlines out of FIFO order")
 		}
-		prevOff, prevID = off, r.res
+		prevOff, prevID = off, int(r.key)
 	}
 	require.Nil(t, q.pop())
 	require.Zero(t, q.len())
@@ -189,7 +189,7 @@ func fairTenants(book *tenantBook, shares []int, withDefault bool) []*tenant {
 func fairLag(t testing.TB, shares []int, withDefault bool, per int, rng *rand.Rand) float64 {
 	book := newTenantBook()
 	ts := fairTenants(book, shares, withDefault)
-	q := newFairQueue[int](book)
+	q := newFairQueue(book)
 	index := map[*tenant]int{}
 	for i, tn := range ts {
 		index[tn] = i
@@ -223,17 +223,17 @@ func fairLag(t testing.TB, shares []int, withDefault bool, per int, rng *rand.Ra
 			tn = book.def
 		}
 		i, ok := index[tn]
-		require.True(t, ok, "request %d of an unknown tenant", r.res)
-		require.Equal(t, i, order[r.res], "request %d popped as another tenant's", r.res)
-		require.Greater(t, r.res, last[i], "tenant %d out of FIFO order", i)
-		last[i] = r.res
+		require.True(t, ok, "request %d of an unknown tenant", int(r.key))
+		require.Equal(t, i, order[int(r.key)], "request %d popped as another tenant's", int(r.key))
+		require.Greater(t, int(r.key), last[i], "tenant %d out of FIFO order", i)
+		last[i] = int(r.key)
 		picks = append(picks, i)
 		left[i]--
 		if left[i] == 0 {
 			break
 		}
 	}
-	return strategies.MaxLag(shares, picks)
+	return lag.Max(shares, picks)
 }
 
 // TestFairQueueLag: tenants with shares all backlogged are served within 2
@@ -264,7 +264,7 @@ func TestFairQueueJoinLeave(t *testing.T) {
 		book := newTenantBook()
 		shares := []int{1, 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5)}
 		ts := fairTenants(book, shares, true)
-		q := newFairQueue[int](book)
+		q := newFairQueue(book)
 		model := make([][]int, len(ts))
 		owner := map[int]int{}
 		id, total := 0, 0
@@ -275,11 +275,11 @@ func TestFairQueueJoinLeave(t *testing.T) {
 				return
 			}
 			require.NotNil(t, r, "run %d: %d waiting but pop returned nil", run, total)
-			i, ok := owner[r.res]
-			require.True(t, ok, "run %d: request %d popped twice or never pushed", run, r.res)
-			delete(owner, r.res)
+			i, ok := owner[int(r.key)]
+			require.True(t, ok, "run %d: request %d popped twice or never pushed", run, int(r.key))
+			delete(owner, int(r.key))
 			require.NotEmpty(t, model[i])
-			require.Equal(t, model[i][0], r.res, "run %d: tenant %d out of FIFO order", run, i)
+			require.Equal(t, model[i][0], int(r.key), "run %d: tenant %d out of FIFO order", run, i)
 			model[i] = model[i][1:]
 			total--
 		}
@@ -309,9 +309,9 @@ func TestFairQueueJoinLeave(t *testing.T) {
 			all := q.takeAll()
 			require.Len(t, all, total)
 			for _, r := range all {
-				_, ok := owner[r.res]
+				_, ok := owner[int(r.key)]
 				require.True(t, ok)
-				delete(owner, r.res)
+				delete(owner, int(r.key))
 			}
 			total = 0
 			require.Nil(t, q.pop())

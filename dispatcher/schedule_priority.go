@@ -1,10 +1,6 @@
 package dispatcher
 
-import (
-	"fmt"
-
-	"github.com/gobalancer/balancer/strategies"
-)
+import "fmt"
 
 // MaxPriority is the highest priority class; classes are 0 (the default)
 // to MaxPriority, and class p weighs 2^p under ByPriority.
@@ -16,21 +12,21 @@ const MaxPriority = 7
 // its weight back when a request arrives; so the classes swrr shares
 // among are those waiting, and its bound (each within 2 of its share)
 // is the starvation bound the Schedule doc states.
-type priorityQueue[R any] struct {
-	cls [MaxPriority + 1]fifo[R]
+type priorityQueue struct {
+	cls [MaxPriority + 1]fifo
 	on  [MaxPriority + 1]bool // the class's weight is positive in w
-	w   *strategies.SWRR
+	w   rotation
 	n   int
 }
 
-func newPriorityQueue[R any]() *priorityQueue[R] {
+func newPriorityQueue() *priorityQueue {
 	ws := make([]int, MaxPriority+1)
-	q := &priorityQueue[R]{}
+	q := &priorityQueue{}
 	for p := range ws {
 		ws[p] = 1 << p
 		q.on[p] = true
 	}
-	w, err := strategies.NewSWRR(ws)
+	w, err := newRotation(ws)
 	if err != nil {
 		panic(fmt.Sprintf("dispatcher: priority weights refused: %v", err)) // constant weights: cannot happen
 	}
@@ -38,7 +34,7 @@ func newPriorityQueue[R any]() *priorityQueue[R] {
 	return q
 }
 
-func (q *priorityQueue[R]) push(r *request[R]) {
+func (q *priorityQueue) push(r *request) {
 	p := int(r.prio)
 	if !q.on[p] {
 		// Raising a weight is never refused (weights below MaxWeight).
@@ -49,7 +45,7 @@ func (q *priorityQueue[R]) push(r *request[R]) {
 	q.n++
 }
 
-func (q *priorityQueue[R]) pop() *request[R] {
+func (q *priorityQueue) pop() *request {
 	if q.n == 0 {
 		return nil
 	}
@@ -76,10 +72,10 @@ func (q *priorityQueue[R]) pop() *request[R] {
 	return nil
 }
 
-func (q *priorityQueue[R]) len() int { return q.n }
+func (q *priorityQueue) len() int { return q.n }
 
-func (q *priorityQueue[R]) takeAll() []*request[R] {
-	var all []*request[R]
+func (q *priorityQueue) takeAll() []*request {
+	var all []*request
 	for p := range q.cls {
 		all = append(all, q.cls[p].takeAll()...)
 	}

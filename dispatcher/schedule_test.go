@@ -21,28 +21,32 @@ const scheduleBound = 10 * time.Second
 // forEachSchedule runs f as one subtest per schedule.
 func forEachSchedule(t *testing.T, f func(t *testing.T, s dispatcher.Schedule)) {
 	t.Helper()
-	for _, s := range dispatcher.Schedules {
+	for _, s := range schedules {
 		t.Run("schedule="+s.String(), func(t *testing.T) { f(t, s) })
 	}
 }
 
-// TestParseScheduleRoundTrip: every schedule's name parses back to it, in
-// any case; unknown names and WithSchedule(0) are refused.
-func TestParseScheduleRoundTrip(t *testing.T) {
-	require.Len(t, dispatcher.Schedules, 4)
-	for _, s := range dispatcher.Schedules {
-		got, err := dispatcher.ParseSchedule(s.String())
+// TestScheduleText: every schedule's text reads back to it, in any case
+// (flag.TextVar); unknown names and WithSchedule(0) are refused.
+func TestScheduleText(t *testing.T) {
+	require.Len(t, schedules, 4)
+	for _, s := range schedules {
+		text, err := s.MarshalText()
 		require.NoError(t, err)
+		var got dispatcher.Schedule
+		require.NoError(t, got.UnmarshalText(text))
 		require.Equal(t, s, got)
 	}
-	got, err := dispatcher.ParseSchedule("FAIR")
-	require.NoError(t, err)
+	var got dispatcher.Schedule
+	require.NoError(t, got.UnmarshalText([]byte("FAIR")))
 	require.Equal(t, dispatcher.Fair, got)
-	_, err = dispatcher.ParseSchedule("lifo")
+	require.ErrorIs(t, got.UnmarshalText([]byte("lifo")), dispatcher.ErrBadOption)
+	require.Equal(t, dispatcher.Fair, got, "a refused name leaves the schedule unchanged")
+	_, err := dispatcher.Schedule(0).MarshalText()
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	_, err = dispatcher.New[int](dispatcher.WithSchedule(0))
+	_, err = dispatcher.New(dispatcher.WithSchedule(0))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	_, err = dispatcher.New[int](dispatcher.WithSchedule(dispatcher.Fair + 1))
+	_, err = dispatcher.New(dispatcher.WithSchedule(dispatcher.Fair + 1))
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	require.Equal(t, dispatcher.FIFO, dispatcher.DefaultSchedule)
 }
@@ -53,29 +57,29 @@ func TestPriorityRefusals(t *testing.T) {
 	var ran atomic.Int32
 	task := func(context.Context) (int, error) { ran.Add(1); return 1, nil }
 	d := newDispatcher(t, dispatcher.WithWorkers(1))
-	_, err := d.Priority(3).Do(context.Background(), task)
+	_, err := dispatcher.Do(context.Background(), d.Priority(3), task)
 	require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
-	_, err = d.Priority(3).Submit(context.Background(), task)
+	_, err = dispatcher.Submit(context.Background(), d.Priority(3), task)
 	require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
-	require.ErrorIs(t, d.Priority(3).Go(context.Background(), task), dispatcher.ErrWrongSchedule)
-	_, err = d.Priority(8).Do(context.Background(), task)
+	require.ErrorIs(t, d.Priority(3).Go(context.Background(), func(ctx context.Context) error { _, err := task(ctx); return err }), dispatcher.ErrWrongSchedule)
+	_, err = dispatcher.Do(context.Background(), d.Priority(8), task)
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	_, err = d.Priority(-1).Do(context.Background(), task)
+	_, err = dispatcher.Do(context.Background(), d.Priority(-1), task)
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	v, err := d.Priority(0).Do(context.Background(), task) // class 0 is every schedule's
+	v, err := dispatcher.Do(context.Background(), d.Priority(0), task) // class 0 is every schedule's
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
 
 	p := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithSchedule(dispatcher.ByPriority))
-	_, err = p.Priority(8).Do(context.Background(), task)
+	_, err = dispatcher.Do(context.Background(), p.Priority(8), task)
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	require.NotErrorIs(t, err, dispatcher.ErrWrongSchedule)
 	for c := range dispatcher.MaxPriority + 1 {
-		v, err := p.Priority(c).Key(uint64(c)).Do(context.Background(), task)
+		v, err := dispatcher.Do(context.Background(), p.Priority(c).Key(uint64(c)), task)
 		require.NoError(t, err)
 		require.Equal(t, 1, v)
 	}
-	g := p.Group(context.Background())
+	g := dispatcher.NewGroup[int](context.Background(), p)
 	require.False(t, g.Priority(9).TryGo(task))
 	require.NoError(t, g.Priority(7).Go(task))
 	_, err = g.Wait()
@@ -99,7 +103,7 @@ func TestPriorityRefusals(t *testing.T) {
 func TestShareNeedsFair(t *testing.T) {
 	forEachSchedule(t, func(t *testing.T, s dispatcher.Schedule) {
 		d := newDispatcher(t, dispatcher.WithWorkers(1), dispatcher.WithSchedule(s))
-		g := d.Group(context.Background(), dispatcher.Share(3))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Share(3))
 		err := g.Go(ok(1))
 		_, werr := g.Wait()
 		if s != dispatcher.Fair {
@@ -109,7 +113,7 @@ func TestShareNeedsFair(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, werr)
 		}
-		g = d.Group(context.Background(), dispatcher.Share(0))
+		g = dispatcher.NewGroup[int](context.Background(), d, dispatcher.Share(0))
 		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrBadOption)
 		_, err = g.Wait()
 		require.ErrorIs(t, err, dispatcher.ErrBadOption)
@@ -127,7 +131,7 @@ func TestGroupLimit(t *testing.T) {
 		open := func() { gateOnce.Do(func() { close(gate) }) }
 		t.Cleanup(open)
 		var active, peak atomic.Int32
-		task := func(v int) dispatcher.Task[int] {
+		task := func(v int) func(context.Context) (int, error) {
 			return func(context.Context) (int, error) {
 				n := active.Add(1)
 				for {
@@ -141,7 +145,7 @@ func TestGroupLimit(t *testing.T) {
 				return v, nil
 			}
 		}
-		g := d.Group(context.Background(), dispatcher.Limit(limit), dispatcher.Tenant("limited"))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Limit(limit), dispatcher.Tenant("limited"))
 		for i := range limit {
 			require.NoError(t, g.Go(task(i)))
 		}
@@ -171,7 +175,7 @@ func TestGroupLimit(t *testing.T) {
 		require.Equal(t, int32(limit), peak.Load())
 
 		for _, n := range []int{0, -1} {
-			bad := d.Group(context.Background(), dispatcher.Limit(n))
+			bad := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Limit(n))
 			require.ErrorIs(t, bad.Go(ok(1)), dispatcher.ErrBadOption)
 			require.False(t, bad.TryGo(ok(1)))
 			_, err := bad.Wait()
@@ -189,19 +193,19 @@ func TestDeadlineAdmission(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			const task = 10 * time.Millisecond
 			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithDeadlineAdmission())
-			sleeper := func(v int) dispatcher.Task[int] {
+			sleeper := func(v int) func(context.Context) (int, error) {
 				return func(context.Context) (int, error) { time.Sleep(task); return v, nil }
 			}
 			// Nothing measured yet: nothing refused.
 			short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 			defer cancel()
-			_, err := d.Do(short, sleeper(0))
+			_, err := dispatcher.Do(short, d, sleeper(0))
 			if err != nil {
 				require.ErrorIs(t, err, context.DeadlineExceeded) // it ran out of time, it was not refused
 				require.NotErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
 			}
 			for i := range 8 {
-				v, err := d.Do(context.Background(), sleeper(i))
+				v, err := dispatcher.Do(context.Background(), d, sleeper(i))
 				require.NoError(t, err)
 				require.Equal(t, i, v)
 			}
@@ -209,11 +213,11 @@ func TestDeadlineAdmission(t *testing.T) {
 
 			// Queue work ahead: a held worker and three behind it.
 			release := make(chan struct{})
-			held, err := d.Submit(context.Background(), blocker(release))
+			held, err := dispatcher.Submit(context.Background(), d, blocker(release))
 			require.NoError(t, err)
 			var behind []*dispatcher.Future[int]
 			for i := range 3 {
-				f, err := d.Submit(context.Background(), sleeper(100+i))
+				f, err := dispatcher.Submit(context.Background(), d, sleeper(100+i))
 				require.NoError(t, err)
 				behind = append(behind, f)
 			}
@@ -222,20 +226,20 @@ func TestDeadlineAdmission(t *testing.T) {
 			var ran atomic.Bool
 			tight, cancel2 := context.WithTimeout(context.Background(), task/2)
 			defer cancel2()
-			_, err = d.Do(tight, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
+			_, err = dispatcher.Do(tight, d, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
 			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
-			_, err = d.Submit(tight, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
+			_, err = dispatcher.Submit(tight, d, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
 			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
-			err = d.Go(tight, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
+			err = d.Go(tight, func(context.Context) error { ran.Store(true); return nil })
 			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
 
 			// No deadline, and a deadline far away: accepted.
-			free, err := d.Submit(context.Background(), sleeper(7))
+			free, err := dispatcher.Submit(context.Background(), d, sleeper(7))
 			require.NoError(t, err)
 			far, cancel3 := context.WithTimeout(context.Background(), time.Hour)
 			defer cancel3()
-			farF, err := d.Submit(far, sleeper(8))
+			farF, err := dispatcher.Submit(far, d, sleeper(8))
 			require.NoError(t, err)
 
 			close(release)
@@ -271,7 +275,7 @@ func TestCancelWhileScheduled(t *testing.T) {
 				d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithSchedule(s),
 					dispatcher.WithWorkers(1), dispatcher.WithWorkerBuffer(1))
 				release, started := make(chan struct{}), make(chan struct{})
-				held, err := d.Submit(context.Background(), func(context.Context) (int, error) {
+				held, err := dispatcher.Submit(context.Background(), d, func(context.Context) (int, error) {
 					close(started)
 					<-release
 					return -1, nil
@@ -292,7 +296,7 @@ func TestCancelWhileScheduled(t *testing.T) {
 					ctx, cancel := context.WithCancel(context.Background())
 					cancels = append(cancels, cancel)
 					wg.Go(func() {
-						f, err := d.Submit(ctx, task)
+						f, err := dispatcher.Submit(ctx, d, task)
 						if err == nil {
 							_, err = f.Wait(context.Background())
 						}
@@ -302,7 +306,7 @@ func TestCancelWhileScheduled(t *testing.T) {
 				deadlined, cancelD := context.WithTimeout(context.Background(), time.Second)
 				defer cancelD()
 				wg.Go(func() {
-					f, err := d.Submit(deadlined, task)
+					f, err := dispatcher.Submit(deadlined, d, task)
 					if err == nil {
 						_, err = f.Wait(context.Background())
 					}
@@ -339,7 +343,7 @@ func TestTenantStats(t *testing.T) {
 	forEachSchedule(t, func(t *testing.T, s dispatcher.Schedule) {
 		d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithSchedule(s))
 		for i := range 3 {
-			v, err := d.Do(context.Background(), ok(i))
+			v, err := dispatcher.Do(context.Background(), d, ok(i))
 			require.NoError(t, err)
 			require.Equal(t, i, v)
 		}
@@ -348,14 +352,14 @@ func TestTenantStats(t *testing.T) {
 			opts = append(opts, dispatcher.Share(3))
 		}
 		for range 2 { // two groups of one name add up
-			g := d.Group(context.Background(), opts...)
+			g := dispatcher.NewGroup[int](context.Background(), d, opts...)
 			for i := range 2 {
 				require.NoError(t, g.Go(ok(i)))
 			}
 			_, err := g.Wait()
 			require.NoError(t, err)
 		}
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		require.NoError(t, g.Go(ok(9)))
 		_, err := g.Wait()
 		require.NoError(t, err)
@@ -387,7 +391,7 @@ func TestTenantStats(t *testing.T) {
 func TestTenantNameRefused(t *testing.T) {
 	d := newDispatcher(t, dispatcher.WithWorkers(1))
 	for _, name := range []string{"", dispatcher.DefaultTenant} {
-		g := d.Group(context.Background(), dispatcher.Tenant(name))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant(name))
 		err := g.Go(ok(1))
 		require.True(t, errors.Is(err, dispatcher.ErrBadOption), "Tenant(%q): %v", name, err)
 		_, err = g.Wait()

@@ -31,7 +31,7 @@ func TestAddWorkerSlowStart(t *testing.T) {
 			before := d.Stats().Workers[2].Completed
 			fs := make([]*dispatcher.Future[int], n)
 			for k := range fs {
-				fs[k], err = d.Submit(ctx, ok(k))
+				fs[k], err = dispatcher.Submit(ctx, d, ok(k))
 				require.NoError(t, err)
 			}
 			for _, f := range fs {

@@ -76,7 +76,7 @@ type FlowStats struct {
 
 // Stats returns a snapshot taken by the balancer goroutine, or the final
 // one once the dispatcher has stopped.
-func (d *Dispatcher[R]) Stats() Stats {
+func (d *Dispatcher) Stats() Stats {
 	var s Stats
 	if !d.made() {
 		return s // nothing was ever dispatched
@@ -94,7 +94,7 @@ func (d *Dispatcher[R]) Stats() Stats {
 	return s
 }
 
-func (d *Dispatcher[R]) snapshot() Stats {
+func (d *Dispatcher) snapshot() Stats {
 	b := &d.b
 	s := Stats{
 		Workers:    make([]WorkerStats, len(b.w)),

@@ -19,10 +19,10 @@ import (
 // changes what every later Stats reports (and two callers doing so race).
 func TestStatsAfterStopIsACopy(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		require.NoError(t, err)
 		for i := range 10 {
-			_, err := d.Do(context.Background(), ok(i))
+			_, err := dispatcher.Do(context.Background(), d, ok(i))
 			require.NoError(t, err)
 		}
 		closeWithin(t, d, 10*time.Second)
@@ -40,10 +40,10 @@ func TestStatsAfterStopIsACopy(t *testing.T) {
 // own snapshot after stop. Run with -race: they write one shared array.
 func TestStatsAfterStopConcurrentSort(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(8))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(8))
 		require.NoError(t, err)
 		for i := range 50 {
-			_, err := d.Do(context.Background(), ok(i))
+			_, err := dispatcher.Do(context.Background(), d, ok(i))
 			require.NoError(t, err)
 		}
 		closeWithin(t, d, 10*time.Second)

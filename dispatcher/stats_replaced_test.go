@@ -27,7 +27,7 @@ func TestStatsReplacedExact(t *testing.T) {
 		within(t, 20*time.Second, "Goexits with index reuse", func() {
 			// Every other task panics and the panic handler calls Goexit:
 			// that replacement too is counted before the answer.
-			d, err := dispatcher.New[int](dispatcher.WithWorkers(2), dispatcher.WithEngine(eng),
+			d, err := dispatcher.New(dispatcher.WithWorkers(2), dispatcher.WithEngine(eng),
 				dispatcher.WithPanicHandler(func(*dispatcher.PanicError) { runtime.Goexit() }))
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, d.Close(context.Background())) }()
@@ -36,10 +36,10 @@ func TestStatsReplacedExact(t *testing.T) {
 			panics := func(context.Context) (int, error) { panic("handler exits") }
 			for n := int64(1); n <= 300; n++ {
 				if n%2 == 0 {
-					_, err := d.Do(ctx, panics)
+					_, err := dispatcher.Do(ctx, d, panics)
 					require.True(t, errors.Is(err, dispatcher.ErrTaskPanicked), "%v", err)
 				} else {
-					_, err := d.Do(ctx, exit)
+					_, err := dispatcher.Do(ctx, d, exit)
 					require.True(t, errors.Is(err, dispatcher.ErrTaskExited), "%v", err)
 				}
 				if !assert.Equal(t, n, d.Stats().Replaced, "read right after the %d-th Goexit's answer", n) {

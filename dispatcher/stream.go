@@ -11,20 +11,11 @@ import (
 // ErrNilSeq: Map was given a nil input sequence.
 var ErrNilSeq = errors.New("dispatcher: nil input sequence")
 
-// ErrBadWindow: MapWindow was given a window below 1. The error matches
-// both it and ErrBadOption.
-var ErrBadWindow = errors.New("dispatcher: map window must be at least 1")
-
-// MapTenantName is the tenant a stream's items count under in
-// Stats.Tenants when MapTenant does not name it.
-const MapTenantName = "stream"
-
 // The default window: per live worker, and the least. Each worker then
 // has the item it runs and several queued behind it while the consumer
 // takes the oldest answers, so short tasks do not wait for the consumer
-// to come back. With empty tasks on 2 workers, a stream cost 1458 ns an
-// item at window 2, 782 at 8, 529 at 32, 471 at 128 (rings; channels 1708,
-// 1054, 877, 855): 32 takes most of it for little memory.
+// to come back; 32 takes most of the gain of a wider window for little
+// memory (docs/performance.md).
 const (
 	mapWindowPerWorker = 16
 	mapWindowMin       = 32
@@ -36,9 +27,9 @@ const (
 //	for v, err := range dispatcher.Map(ctx, d, items, task) { ... }
 //
 // The input is read lazily, in the ranging goroutine, and only as fast as
-// the results are taken: at most a window of items (MapWindow; by default
-// 16 per live worker, at least 32) is read and not yet yielded, the item
-// the input is handing over included, so a stream of any length runs in
+// the results are taken: at most a window of items (Limit; by default 16
+// per live worker, at least 32) is read and not yet yielded, the item the
+// input is handing over included, so a stream of any length runs in
 // memory bounded by the window, and a slow consumer stops the input from
 // being read (backpressure end to end). Map starts no goroutine:
 // everything that is not a task runs in the caller's.
@@ -51,20 +42,20 @@ const (
 // cancelled. Once a task has failed no more input is read, so a one-shot
 // input keeps every item the stream did not take (only an item the input
 // was already handing over when the task failed is dropped). With
-// MapContinueOnError a task's error is yielded beside its item (with
-// what the task returned) and the stream goes on. In both modes the
-// stream ends, after yielding the error, when ctx ends (ctx's error) or
-// a submit is refused (ErrClosed once Close has begun,
-// ErrDeadlineUnmeetable under WithDeadlineAdmission). The end of ctx
-// ends it at once, whatever is queued: the items not yet started are
-// dropped as at a break, below, and only running tasks are waited for.
+// CollectErrors a task's error is yielded beside its item (with what the
+// task returned) and the stream goes on. In both modes the stream ends,
+// after yielding the error, when ctx ends (ctx's error) or a submit is
+// refused (ErrClosed once Close has begun, ErrDeadlineUnmeetable under
+// WithDeadlineAdmission). The end of ctx ends it at once, whatever is
+// queued: the items not yet started are dropped as at a break, below, and
+// only running tasks are waited for.
 //
 // Bad input yields one (zero, err) and ends, without reading the input:
 // a Dispatcher not made by New (ErrNotStarted), a nil ctx (ErrNilContext),
-// a nil in (ErrNilSeq), a nil task (ErrNilTask), a bad option (ErrBadOption;
-// a window below 1 also matches ErrBadWindow), a closed dispatcher
-// (ErrClosed), a ctx already done (its error). An empty input ends the
-// sequence cleanly with nothing yielded.
+// a nil in (ErrNilSeq), a nil task or key (ErrNilTask), a bad option
+// (ErrBadOption; CompletionOrder is one), a closed dispatcher (ErrClosed),
+// a ctx already done (its error). An empty input ends the sequence
+// cleanly with nothing yielded.
 //
 // Stopping. Leaving the range early (break, return, a panic in the loop
 // body) cancels the items in flight and returns only once none of them is
@@ -72,22 +63,39 @@ const (
 // for their turn at a worker, and the dispatcher still answers each of
 // them once, into a slot nobody reads); running tasks should return when
 // their context ends (the range waits for them). A panic in in itself (or
-// in the MapKey function) is re-panicked in the ranging goroutine, as Go
-// iterators do, after the same cancel and wait; it never reaches a worker.
+// in MapKeyed's key function) is re-panicked in the ranging goroutine, as
+// Go iterators do, after the same cancel and wait; it never reaches a
+// worker.
 //
 // Each range over the returned sequence is a new run that reads in again.
-// The stream is a tenant, as a Group is: MapTenant names it in
-// Stats.Tenants, MapShare weighs it under Fair, MapPriority gives it a
-// class under ByPriority. MapKey routes each item by a key; under
-// consistent-hash one key's items reach one worker and run in input
-// order, since Map submits in input order.
+// The stream is a tenant, as a Group is: Tenant names it in
+// Stats.Tenants (by default "stream"), Share weighs it under Fair,
+// Priority gives it a class under ByPriority.
 //
 // Cost: the window's slots are allocated once per range; no allocation
 // per item beyond what task does.
-func Map[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], task func(context.Context, T) (R, error), opts ...MapOption) iter.Seq2[R, error] {
+func Map[T, R any](ctx context.Context, d *Dispatcher, in iter.Seq[T], task func(context.Context, T) (R, error), opts ...GroupOption) iter.Seq2[R, error] {
+	return mapSeq(ctx, d, in, nil, task, opts)
+}
+
+// MapKeyed is Map with each item routed by key(item), as Dispatcher.Key
+// routes a request. key runs in the ranging goroutine, once per item,
+// before its submit. Under consistent-hash one key's items reach one
+// worker and run in input order, since the stream submits in input order.
+func MapKeyed[T, R any](ctx context.Context, d *Dispatcher, in iter.Seq[T], key func(T) uint64, task func(context.Context, T) (R, error), opts ...GroupOption) iter.Seq2[R, error] {
+	if key == nil {
+		return func(yield func(R, error) bool) {
+			var zero R
+			yield(zero, fmt.Errorf("%w: nil key function", ErrNilTask))
+		}
+	}
+	return mapSeq(ctx, d, in, key, task, opts)
+}
+
+func mapSeq[T, R any](ctx context.Context, d *Dispatcher, in iter.Seq[T], key func(T) uint64, task func(context.Context, T) (R, error), opts []GroupOption) iter.Seq2[R, error] {
 	return func(yield func(R, error) bool) {
 		var zero R
-		m, err := newMapRun(ctx, d, in, task, opts)
+		m, err := newMapRun(ctx, d, in, key, task, opts)
 		if err != nil {
 			yield(zero, err)
 			return
@@ -96,107 +104,15 @@ func Map[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], task f
 	}
 }
 
-// MapOption configures Map.
-type MapOption interface{ applyMap(*mapConfig) }
-
-type mapConfig struct {
-	window   int
-	cont     bool
-	key      any // func(T) uint64 for the stream's T
-	prio     int
-	name     string
-	share    int
-	err      error
-	windowed bool
-}
-
-func (c *mapConfig) fail(err error) {
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-type mapOptionFunc func(*mapConfig)
-
-func (f mapOptionFunc) applyMap(c *mapConfig) { f(c) }
-
-// MapWindow sets how many items may be read from the input and not yet
-// yielded: being handed over by the input, submitted, running, or
-// answered and waiting for their turn in input order. n must be at least
-// 1 (ErrBadWindow); 1 runs one item at a time, and reads the next only
-// once the last is yielded.
-func MapWindow(n int) MapOption {
-	return mapOptionFunc(func(c *mapConfig) {
-		if n < 1 {
-			c.fail(fmt.Errorf("%w: %w, got %d", ErrBadOption, ErrBadWindow, n))
-			return
-		}
-		c.window, c.windowed = n, true
-	})
-}
-
-// MapContinueOnError makes a task's error its item's result: it is
-// yielded beside the item, nothing is cancelled, and the stream goes on.
-func MapContinueOnError() MapOption {
-	return mapOptionFunc(func(c *mapConfig) { c.cont = true })
-}
-
-// MapKey routes each item by key(item), as Dispatcher.Key does. key runs
-// in the ranging goroutine, once per item, before its submit. Its item
-// type must be Map's T, or Map yields ErrBadOption.
-func MapKey[T any](key func(T) uint64) MapOption {
-	return mapOptionFunc(func(c *mapConfig) {
-		if key == nil {
-			c.fail(fmt.Errorf("%w: nil map key function", ErrBadOption))
-			return
-		}
-		c.key = key
-	})
-}
-
-// MapPriority gives the stream's items priority class p, which needs
-// WithSchedule(ByPriority) for a class other than 0 (see
-// Dispatcher.Priority).
-func MapPriority(p int) MapOption {
-	return mapOptionFunc(func(c *mapConfig) { c.prio = p })
-}
-
-// MapTenant names the stream in Stats.Tenants (MapTenantName without it).
-// As with Tenant, MapTenant("") and MapTenant(DefaultTenant) are refused
-// with ErrBadOption: the stream yields that error once and ends without
-// reading the input.
-func MapTenant(name string) MapOption {
-	return mapOptionFunc(func(c *mapConfig) {
-		if err := checkTenantName(name); err != nil {
-			c.fail(err)
-			return
-		}
-		c.name = name
-	})
-}
-
-// MapShare is the stream's weight among tenants under the Fair schedule,
-// as a Group's Share; refused under any other schedule.
-func MapShare(w int) MapOption {
-	return mapOptionFunc(func(c *mapConfig) {
-		if err := checkShare("stream", w); err != nil {
-			c.fail(err)
-			return
-		}
-		c.share = w
-	})
-}
-
 // mapRun is one range over a Map sequence: its window of slots, in a
 // ring indexed by item number.
 type mapRun[T, R any] struct {
 	ctx    context.Context // the caller's
 	sctx   context.Context // the items': cancelled when the range ends
 	cancel context.CancelCauseFunc
-	d      *Dispatcher[R]
+	d      *Dispatcher
 	m      meta
 	key    func(T) uint64
-	tenant *tenant
 	cont   bool
 	slots  []mapSlot[T, R]
 	head   int // the next item to yield
@@ -210,10 +126,11 @@ type mapRun[T, R any] struct {
 // mapSlot is one item in flight: its request, answered by the
 // dispatcher's ordinary path, and the item its task reads.
 type mapSlot[T, R any] struct {
-	r       request[R]
+	r request
+	typed[R]
 	item    T
-	run     Task[R] // made once per slot: task applied to item
-	refused bool    // the submit was refused: r.err is why, no answer comes
+	run     func(context.Context) (R, error) // made once per slot: task applied to item
+	refused bool                             // the submit was refused: r.err is why, no answer comes
 	// state: slotQueued until a worker starts the task (slotStarted) or
 	// the range ends first (slotDropped: the task will never run, and the
 	// range need not wait for the answer).
@@ -226,15 +143,8 @@ const (
 	slotDropped
 )
 
-func newMapRun[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], task func(context.Context, T) (R, error), opts []MapOption) (*mapRun[T, R], error) {
-	var c mapConfig
-	for _, o := range opts {
-		if o == nil {
-			c.fail(fmt.Errorf("%w: nil map option", ErrBadOption))
-			continue
-		}
-		o.applyMap(&c)
-	}
+func newMapRun[T, R any](ctx context.Context, d *Dispatcher, in iter.Seq[T], key func(T) uint64, task func(context.Context, T) (R, error), opts []GroupOption) (*mapRun[T, R], error) {
+	c := groupOptions(opts)
 	switch {
 	case !d.made():
 		return nil, ErrNotStarted
@@ -246,30 +156,24 @@ func newMapRun[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], 
 		return nil, ErrNilTask
 	case c.err != nil:
 		return nil, c.err
+	case c.completion:
+		return nil, fmt.Errorf("%w: CompletionOrder: a stream yields in input order (a Group's Results yields in completion order)", ErrBadOption)
 	case c.share > 0 && d.schedule != Fair:
-		return nil, fmt.Errorf("%w: %w: MapShare(%d) needs WithSchedule(Fair): the %v schedule has no shares", ErrBadOption, ErrWrongSchedule, c.share, d.schedule)
+		return nil, fmt.Errorf("%w: %w: Share(%d) needs WithSchedule(Fair): the %v schedule has no shares", ErrBadOption, ErrWrongSchedule, c.share, d.schedule)
 	case d.life.Load() != lifeOpen:
 		return nil, ErrClosed
 	}
-	m := &mapRun[T, R]{ctx: ctx, d: d, m: meta{prio: classOf(c.prio)}, cont: c.cont}
-	if c.key != nil {
-		k, ok := c.key.(func(T) uint64)
-		if !ok {
-			var t T
-			return nil, fmt.Errorf("%w: MapKey's function is a %T, the stream's items need a func(%T) uint64", ErrBadOption, c.key, t)
-		}
-		m.key = k
-	}
+	m := &mapRun[T, R]{ctx: ctx, d: d, m: meta{prio: uint8(c.prio)}, cont: c.collect, key: key}
 	// A priority out of range or under the wrong schedule, a context
 	// already done: what every submit would be refused with.
-	if err := d.check(ctx, func(context.Context) (R, error) { var z R; return z, nil }, m.m); err != nil {
+	if err := d.check(ctx, true, m.m); err != nil {
 		return nil, err
 	}
-	window := c.window
-	if !c.windowed {
+	window := c.limit
+	if window == 0 {
 		window = max(mapWindowPerWorker*d.liveWorkers(), mapWindowMin)
 	}
-	m.tenant = d.groupTenant(&groupConfig{name: cmpOr(c.name, MapTenantName), share: c.share})
+	m.m.tenant = d.groupTenant(&c, "stream")
 	m.slots = make([]mapSlot[T, R], window)
 	for i := range m.slots {
 		s := &m.slots[i]
@@ -285,18 +189,11 @@ func newMapRun[T, R any](ctx context.Context, d *Dispatcher[R], in iter.Seq[T], 
 	return m, nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // liveWorkers is how many live workers have a positive weight, read on
 // the balancer goroutine: a Stats snapshot for it allocated every
 // worker's and tenant's figures and walked the latency histogram once
 // per range. 0 once the dispatcher has stopped.
-func (d *Dispatcher[R]) liveWorkers() int {
+func (d *Dispatcher) liveWorkers() int {
 	n := 0
 	_ = d.call(func() error {
 		for i := range d.b.w {
@@ -360,7 +257,8 @@ func (m *mapRun[T, R]) submit(item T) bool {
 	m.tail++
 	s.item = item
 	s.r.meta = mt
-	s.r.ctx, s.r.fn, s.r.tenant = m.sctx, s.run, m.tenant
+	s.fn = s.run
+	s.r.ctx, s.r.job = m.sctx, &s.typed
 	s.state.Store(slotQueued)
 	if !m.cont {
 		s.r.owner = m
@@ -368,7 +266,7 @@ func (m *mapRun[T, R]) submit(item T) bool {
 	if err := m.d.enqueue(m.sctx, &s.r, true); err != nil {
 		var zero T
 		s.item, s.refused = zero, true
-		s.r.ctx, s.r.fn, s.r.err = nil, nil, err
+		s.r.ctx, s.r.job, s.r.err, s.fn = nil, nil, err, nil
 		return false
 	}
 	return true
@@ -394,8 +292,9 @@ func (m *mapRun[T, R]) wait(ended <-chan struct{}) (v R, refused, ok bool, err e
 		}
 	}
 	m.head++
-	v, err, refused = s.r.res, s.r.err, s.refused
-	s.r.res, s.r.err, s.r.ctx, s.r.fn, s.r.owner, s.refused, s.item = zero, nil, nil, nil, nil, false, zt
+	v, err, refused = s.res, s.r.err, s.refused
+	s.clear()
+	s.r.err, s.r.ctx, s.r.job, s.r.owner, s.refused, s.item = nil, nil, nil, nil, false, zt
 	return v, refused, true, err
 }
 

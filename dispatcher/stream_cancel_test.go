@@ -15,7 +15,7 @@ import (
 )
 
 // flowLine is the Stats.Tenants line of the tenant name (zero if none).
-func flowLine(d *dispatcher.Dispatcher[int], name string) dispatcher.FlowStats {
+func flowLine(d *dispatcher.Dispatcher, name string) dispatcher.FlowStats {
 	for _, f := range d.Stats().Tenants {
 		if f.Name == name {
 			return f
@@ -55,7 +55,7 @@ func TestMapContextEndsWhileQueued(t *testing.T) {
 					open := func() { release.Do(func() { close(gate) }) }
 					started := make(chan struct{})
 					var longDone atomic.Bool
-					long := d.Group(context.Background(), dispatcher.Tenant("long"))
+					long := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant("long"))
 					require.NoError(t, long.Go(func(context.Context) (int, error) {
 						close(started)
 						<-gate // ignores its context: only the test ends it
@@ -76,7 +76,7 @@ func TestMapContextEndsWhileQueued(t *testing.T) {
 					ended := make(chan struct{})
 					go func() {
 						defer close(ended)
-						for v, err := range dispatcher.Map(ctx, d, count(1_000_000, &pulled), task, dispatcher.MapWindow(window)) {
+						for v, err := range dispatcher.Map(ctx, d, count(1_000_000, &pulled), task, dispatcher.Limit(window)) {
 							vals = append(vals, v)
 							errs = append(errs, err)
 						}
@@ -111,7 +111,7 @@ func TestMapContextEndsWhileQueued(t *testing.T) {
 					require.Zero(t, ran.Load(), "a dropped item ran")
 					s := d.Stats()
 					assert.Equal(t, s.Dispatched, s.Completed, "every request answered once")
-					stream := flowLine(d, dispatcher.MapTenantName)
+					stream := flowLine(d, "stream")
 					assert.Positive(t, stream.Completed, "the stream's items were queued")
 					assert.LessOrEqual(t, stream.Completed, int64(window))
 					assert.Equal(t, stream.Completed, s.Canceled, "every queued item answered with its cancellation, none run")
@@ -163,7 +163,7 @@ func TestMapWindowBoundsReads(t *testing.T) {
 					}
 				}
 				within(t, 10*time.Second, "stream", func() {
-					for v, err := range dispatcher.Map(context.Background(), d, in, task, dispatcher.MapWindow(window)) {
+					for v, err := range dispatcher.Map(context.Background(), d, in, task, dispatcher.Limit(window)) {
 						if !assert.NoError(t, err) {
 							break
 						}
@@ -214,7 +214,7 @@ func TestMapNoReadAfterFailure(t *testing.T) {
 				ended := make(chan struct{})
 				go func() {
 					defer close(ended)
-					for v, err := range dispatcher.Map(context.Background(), d, count(100, &pulled), task, dispatcher.MapWindow(window)) {
+					for v, err := range dispatcher.Map(context.Background(), d, count(100, &pulled), task, dispatcher.Limit(window)) {
 						vals = append(vals, v)
 						errs = append(errs, err)
 					}
@@ -223,7 +223,7 @@ func TestMapNoReadAfterFailure(t *testing.T) {
 				// The failing task's completion is counted after the
 				// stream has been told of its failure; only it can complete
 				// while the gate is shut.
-				require.Eventually(t, func() bool { return flowLine(d, dispatcher.MapTenantName).Completed >= 1 }, 5*time.Second, time.Millisecond, "window %d: the failing task completes", window)
+				require.Eventually(t, func() bool { return flowLine(d, "stream").Completed >= 1 }, 5*time.Second, time.Millisecond, "window %d: the failing task completes", window)
 				open()
 				within(t, 10*time.Second, "the stream ends", func() { <-ended })
 				require.EqualValues(t, window, pulled.Load(), "window %d: input read after the failure", window)

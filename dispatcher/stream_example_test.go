@@ -25,7 +25,7 @@ func words(s string) iter.Seq[string] {
 // Map runs a task per item of a stream on the workers and yields the
 // results in input order, however the tasks interleave.
 func ExampleMap() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(4))
+	d, err := dispatcher.New(dispatcher.WithWorkers(4))
 	if err != nil {
 		panic(err)
 	}
@@ -46,8 +46,8 @@ func ExampleMap() {
 
 // By default a task's error ends the stream after the results of the
 // items before it; MapContinueOnError yields it beside its item instead.
-func ExampleMapContinueOnError() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+func ExampleMap_collectErrors() {
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
 		panic(err)
 	}
@@ -66,7 +66,7 @@ func ExampleMapContinueOnError() {
 		fmt.Println(" ", n, err)
 	}
 	fmt.Println("MapContinueOnError:")
-	for n, err := range dispatcher.Map(context.Background(), d, in, length, dispatcher.MapContinueOnError()) {
+	for n, err := range dispatcher.Map(context.Background(), d, in, length, dispatcher.CollectErrors()) {
 		fmt.Println(" ", n, err)
 	}
 	// Output:
@@ -84,13 +84,13 @@ func ExampleMapContinueOnError() {
 // Results yields a group's answers in submission order, each as soon as
 // it and those before it are in, instead of all at once from Wait.
 func ExampleGroup_Results() {
-	d, err := dispatcher.New[string](dispatcher.WithWorkers(3))
+	d, err := dispatcher.New(dispatcher.WithWorkers(3))
 	if err != nil {
 		panic(err)
 	}
 	defer d.Close(context.Background())
 
-	g := d.Group(context.Background())
+	g := dispatcher.NewGroup[string](context.Background(), d)
 	for _, w := range []string{"one", "two", "three"} {
 		g.Go(func(context.Context) (string, error) { return strings.ToUpper(w), nil })
 	}

@@ -24,7 +24,7 @@ import (
 // 10^8 items take no more than a thousand.
 const mapSoakRSS = 64 << 20
 
-// TestMapSoak streams 10^8 items through Map with MapWindow(1024) on each
+// TestMapSoak streams 10^8 items through Map with Limit(1024) on each
 // engine, empty tasks returning their item (the item's index), and checks
 // that every result comes in input order and that the process's peak
 // resident memory (VmHWM, which counts everything the process ever held:
@@ -67,7 +67,7 @@ func TestMapSoak(t *testing.T) {
 		// 9 minutes per engine: both fit the 20 minute -timeout, and a
 		// hang is reported with every goroutine's stack.
 		within(t, 9*time.Minute, "a Map stream of "+strconv.Itoa(n)+" items", func() {
-			for v, err := range dispatcher.Map(context.Background(), d, in, task, dispatcher.MapWindow(1024)) {
+			for v, err := range dispatcher.Map(context.Background(), d, in, task, dispatcher.Limit(1024)) {
 				if err == nil && v != next {
 					err = fmt.Errorf("result %d is %d", next, v)
 				}

@@ -49,16 +49,16 @@ func collect(t *testing.T, seq iter.Seq2[int, error]) (vals []int, errs []error)
 // every schedule, at windows from 1 up, with tasks of unequal length.
 func TestMapOrdered(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		for _, sched := range dispatcher.Schedules {
+		for _, sched := range schedules {
 			for _, window := range []int{1, 3, 64} {
 				d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3), dispatcher.WithSchedule(sched))
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				opts := []dispatcher.MapOption{dispatcher.MapWindow(window), dispatcher.MapTenant("squares")}
+				opts := []dispatcher.GroupOption{dispatcher.Limit(window), dispatcher.Tenant("squares")}
 				if sched == dispatcher.Fair {
-					opts = append(opts, dispatcher.MapShare(3))
+					opts = append(opts, dispatcher.Share(3))
 				}
 				if sched == dispatcher.ByPriority {
-					opts = append(opts, dispatcher.MapPriority(5))
+					opts = append(opts, dispatcher.Priority(5))
 				}
 				const n = 300
 				task := func(ctx context.Context, x int) (int, error) {
@@ -127,7 +127,7 @@ func TestMapBackpressure(t *testing.T) {
 		var pulled atomic.Int64
 		yielded := int64(0)
 		within(t, 10*time.Second, "stream", func() {
-			for v, err := range dispatcher.Map(context.Background(), d, count(n, &pulled), square, dispatcher.MapWindow(window)) {
+			for v, err := range dispatcher.Map(context.Background(), d, count(n, &pulled), square, dispatcher.Limit(window)) {
 				if !assert.NoError(t, err) {
 					break
 				}
@@ -169,7 +169,7 @@ func TestMapBreakCancelsInFlight(t *testing.T) {
 			var pulled atomic.Int64
 			got := 0
 			within(t, 5*time.Second, "break", func() {
-				for v, err := range dispatcher.Map(context.Background(), d, count(1_000_000, &pulled), task, dispatcher.MapWindow(8)) {
+				for v, err := range dispatcher.Map(context.Background(), d, count(1_000_000, &pulled), task, dispatcher.Limit(8)) {
 					assert.NoError(t, err)
 					assert.Equal(t, got, v)
 					if got == at {
@@ -181,7 +181,7 @@ func TestMapBreakCancelsInFlight(t *testing.T) {
 			require.Equal(t, at, got)
 			require.Zero(t, running.Load(), "a task still runs after the range ended")
 			require.LessOrEqual(t, pulled.Load(), int64(at+1+8))
-			v, err := d.Do(context.Background(), ok(7))
+			v, err := dispatcher.Do(context.Background(), d, ok(7))
 			require.NoError(t, err)
 			require.Equal(t, 7, v)
 		}
@@ -202,12 +202,12 @@ func TestMapBreakDropsQueued(t *testing.T) {
 		gate := make(chan struct{})
 		first := true
 		within(t, 5*time.Second, "break", func() {
-			for range dispatcher.Map(context.Background(), d, count(100, nil), task, dispatcher.MapWindow(8)) {
+			for range dispatcher.Map(context.Background(), d, count(100, nil), task, dispatcher.Limit(8)) {
 				if first {
 					// The only worker is now taken by other work; the
 					// stream's next items wait behind it.
 					first = false
-					assert.NoError(t, d.Go(context.Background(), func(context.Context) (int, error) { <-gate; return 0, nil }))
+					assert.NoError(t, d.Go(context.Background(), func(context.Context) error { <-gate; return nil }))
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
@@ -216,7 +216,7 @@ func TestMapBreakDropsQueued(t *testing.T) {
 		})
 		before := ran.Load()
 		close(gate)
-		_, err := d.Do(context.Background(), ok(1)) // after everything queued before it
+		_, err := dispatcher.Do(context.Background(), d, ok(1)) // after everything queued before it
 		require.NoError(t, err)
 		require.Equal(t, before, ran.Load(), "a dropped item ran")
 	})
@@ -243,7 +243,7 @@ func TestMapErrorStops(t *testing.T) {
 			return x, nil
 		}
 		var pulled atomic.Int64
-		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(1_000_000, &pulled), task, dispatcher.MapWindow(4)))
+		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(1_000_000, &pulled), task, dispatcher.Limit(4)))
 		require.Len(t, vals, 11)
 		for i := range 10 {
 			require.NoError(t, errs[i])
@@ -279,7 +279,7 @@ func TestMapErrorInInputOrder(t *testing.T) {
 			return 0, ctx.Err()
 		}
 		var pulled atomic.Int64
-		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(100, &pulled), task, dispatcher.MapWindow(2)))
+		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(100, &pulled), task, dispatcher.Limit(2)))
 		require.Equal(t, []int{100, 0}, vals)
 		require.NoError(t, errs[0])
 		require.ErrorIs(t, errs[1], boom)
@@ -306,7 +306,7 @@ func TestMapContinueOnError(t *testing.T) {
 			}
 			return x, nil
 		}
-		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(50, nil), task, dispatcher.MapContinueOnError(), dispatcher.MapWindow(4)))
+		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(50, nil), task, dispatcher.CollectErrors(), dispatcher.Limit(4)))
 		require.Len(t, vals, 50)
 		for i := range 50 {
 			switch i % 5 {
@@ -335,12 +335,12 @@ func TestMapTaskPanicStops(t *testing.T) {
 			}
 			return x, nil
 		}
-		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(10, nil), task, dispatcher.MapWindow(1)))
+		vals, errs := collect(t, dispatcher.Map(context.Background(), d, count(10, nil), task, dispatcher.Limit(1)))
 		require.Equal(t, []int{0, 1, 2, 0}, vals)
 		var pe *dispatcher.PanicError
 		require.ErrorAs(t, errs[3], &pe)
 		require.Equal(t, "boom", pe.Value)
-		_, err := d.Do(context.Background(), ok(1))
+		_, err := dispatcher.Do(context.Background(), d, ok(1))
 		require.NoError(t, err)
 	})
 }
@@ -361,8 +361,8 @@ func TestMapKeyedOrder(t *testing.T) {
 			mu.Unlock()
 			return x, nil
 		}
-		key := dispatcher.MapKey(func(x int) uint64 { return uint64(x % 5) })
-		vals, _ := collect(t, dispatcher.Map(context.Background(), d, count(500, nil), task, key, dispatcher.MapWindow(32)))
+		key := func(x int) uint64 { return uint64(x % 5) }
+		vals, _ := collect(t, dispatcher.MapKeyed(context.Background(), d, count(500, nil), key, task, dispatcher.Limit(32)))
 		require.Len(t, vals, 500)
 		mu.Lock()
 		defer mu.Unlock()
@@ -380,7 +380,7 @@ func TestMapKeyedOrder(t *testing.T) {
 func TestMapBadInput(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
-		closed, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		closed, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 		require.NoError(t, err)
 		require.NoError(t, closed.Close(context.Background()))
 		cancelled, cancel := context.WithCancel(context.Background())
@@ -394,22 +394,22 @@ func TestMapBadInput(t *testing.T) {
 			seq  iter.Seq2[int, error]
 			want []error
 		}{
-			{"nil dispatcher", dispatcher.Map(bg, (*dispatcher.Dispatcher[int])(nil), in, square), []error{dispatcher.ErrNotStarted}},
-			{"zero dispatcher", dispatcher.Map(bg, new(dispatcher.Dispatcher[int]), in, square), []error{dispatcher.ErrNotStarted}},
+			{"nil dispatcher", dispatcher.Map(bg, (*dispatcher.Dispatcher)(nil), in, square), []error{dispatcher.ErrNotStarted}},
+			{"zero dispatcher", dispatcher.Map(bg, new(dispatcher.Dispatcher), in, square), []error{dispatcher.ErrNotStarted}},
 			{"nil ctx", dispatcher.Map(nilCtx, d, in, square), []error{dispatcher.ErrNilContext}},
 			{"nil seq", dispatcher.Map(bg, d, nil, square), []error{dispatcher.ErrNilSeq}},
-			{"nil task", dispatcher.Map[int](bg, d, in, nil), []error{dispatcher.ErrNilTask}},
-			{"window 0", dispatcher.Map(bg, d, in, square, dispatcher.MapWindow(0)), []error{dispatcher.ErrBadWindow, dispatcher.ErrBadOption}},
-			{"window -1", dispatcher.Map(bg, d, in, square, dispatcher.MapWindow(-1)), []error{dispatcher.ErrBadWindow, dispatcher.ErrBadOption}},
+			{"nil task", dispatcher.Map[int, int](bg, d, in, nil), []error{dispatcher.ErrNilTask}},
+			{"window 0", dispatcher.Map(bg, d, in, square, dispatcher.Limit(0)), []error{dispatcher.ErrBadOption, dispatcher.ErrBadOption}},
+			{"window -1", dispatcher.Map(bg, d, in, square, dispatcher.Limit(-1)), []error{dispatcher.ErrBadOption, dispatcher.ErrBadOption}},
 			{"nil option", dispatcher.Map(bg, d, in, square, nil), []error{dispatcher.ErrBadOption}},
-			{"nil key", dispatcher.Map(bg, d, in, square, dispatcher.MapKey[int](nil)), []error{dispatcher.ErrBadOption}},
-			{"key of another type", dispatcher.Map(bg, d, in, square, dispatcher.MapKey(func(string) uint64 { return 0 })), []error{dispatcher.ErrBadOption}},
-			{"share outside Fair", dispatcher.Map(bg, d, in, square, dispatcher.MapShare(2)), []error{dispatcher.ErrWrongSchedule, dispatcher.ErrBadOption}},
-			{"share out of range", dispatcher.Map(bg, d, in, square, dispatcher.MapShare(0)), []error{dispatcher.ErrBadOption}},
-			{"priority outside ByPriority", dispatcher.Map(bg, d, in, square, dispatcher.MapPriority(3)), []error{dispatcher.ErrWrongSchedule, dispatcher.ErrBadOption}},
-			{"priority out of range", dispatcher.Map(bg, d, in, square, dispatcher.MapPriority(99)), []error{dispatcher.ErrBadOption}},
-			{"empty tenant", dispatcher.Map(bg, d, in, square, dispatcher.MapTenant("")), []error{dispatcher.ErrBadOption}},
-			{"default tenant", dispatcher.Map(bg, d, in, square, dispatcher.MapTenant(dispatcher.DefaultTenant)), []error{dispatcher.ErrBadOption}},
+			{"nil key", dispatcher.MapKeyed(bg, d, in, nil, square), []error{dispatcher.ErrNilTask}},
+			{"completion order", dispatcher.Map(bg, d, in, square, dispatcher.CompletionOrder()), []error{dispatcher.ErrBadOption}},
+			{"share outside Fair", dispatcher.Map(bg, d, in, square, dispatcher.Share(2)), []error{dispatcher.ErrWrongSchedule, dispatcher.ErrBadOption}},
+			{"share out of range", dispatcher.Map(bg, d, in, square, dispatcher.Share(0)), []error{dispatcher.ErrBadOption}},
+			{"priority outside ByPriority", dispatcher.Map(bg, d, in, square, dispatcher.Priority(3)), []error{dispatcher.ErrWrongSchedule, dispatcher.ErrBadOption}},
+			{"priority out of range", dispatcher.Map(bg, d, in, square, dispatcher.Priority(99)), []error{dispatcher.ErrBadOption}},
+			{"empty tenant", dispatcher.Map(bg, d, in, square, dispatcher.Tenant("")), []error{dispatcher.ErrBadOption}},
+			{"default tenant", dispatcher.Map(bg, d, in, square, dispatcher.Tenant(dispatcher.DefaultTenant)), []error{dispatcher.ErrBadOption}},
 			{"closed dispatcher", dispatcher.Map(bg, closed, in, square), []error{dispatcher.ErrClosed}},
 			{"cancelled context", dispatcher.Map(cancelled, d, in, square), []error{context.Canceled}},
 		}
@@ -456,7 +456,7 @@ func TestMapInputPanics(t *testing.T) {
 		var vals []int
 		within(t, 5*time.Second, "range", func() {
 			defer func() { got = recover() }()
-			for v := range dispatcher.Map(context.Background(), d, in, task, dispatcher.MapWindow(8)) {
+			for v := range dispatcher.Map(context.Background(), d, in, task, dispatcher.Limit(8)) {
 				vals = append(vals, v)
 			}
 		})
@@ -464,20 +464,20 @@ func TestMapInputPanics(t *testing.T) {
 		require.Empty(t, vals, "the panic came at the 6th read, with the window not yet full")
 		require.Zero(t, running.Load())
 		require.Zero(t, d.Stats().Panics, "no worker saw the panic")
-		_, err := d.Do(context.Background(), ok(1))
+		_, err := dispatcher.Do(context.Background(), d, ok(1))
 		require.NoError(t, err)
 
 		// A panic in the key function is the same.
 		got = nil
 		within(t, 5*time.Second, "range", func() {
 			defer func() { got = recover() }()
-			key := dispatcher.MapKey(func(x int) uint64 {
+			key := func(x int) uint64 {
 				if x == 3 {
 					panic("key broke")
 				}
 				return uint64(x)
-			})
-			for range dispatcher.Map(context.Background(), d, count(10, nil), task, key) {
+			}
+			for range dispatcher.MapKeyed(context.Background(), d, count(10, nil), key, task) {
 			}
 		})
 		require.Equal(t, "key broke", got)
@@ -503,7 +503,7 @@ func TestMapBodyPanics(t *testing.T) {
 		var got any
 		within(t, 5*time.Second, "range", func() {
 			defer func() { got = recover() }()
-			for range dispatcher.Map(context.Background(), d, count(100, nil), task, dispatcher.MapWindow(4)) {
+			for range dispatcher.Map(context.Background(), d, count(100, nil), task, dispatcher.Limit(4)) {
 				panic("body broke")
 			}
 		})
@@ -522,7 +522,7 @@ func TestMapContextEnds(t *testing.T) {
 		var errs []error
 		n := 0
 		within(t, 5*time.Second, "range", func() {
-			for _, err := range dispatcher.Map(ctx, d, count(1_000_000, nil), square, dispatcher.MapContinueOnError()) {
+			for _, err := range dispatcher.Map(ctx, d, count(1_000_000, nil), square, dispatcher.CollectErrors()) {
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -542,12 +542,12 @@ func TestMapContextEnds(t *testing.T) {
 // after the items accepted before.
 func TestMapCloseMidway(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		require.NoError(t, err)
 		var last error
 		n := 0
 		within(t, 5*time.Second, "range", func() {
-			for v, err := range dispatcher.Map(context.Background(), d, count(1_000_000, nil), square, dispatcher.MapWindow(4)) {
+			for v, err := range dispatcher.Map(context.Background(), d, count(1_000_000, nil), square, dispatcher.Limit(4)) {
 				if err != nil {
 					last = err
 					continue
@@ -584,7 +584,7 @@ func TestMapAllocatesPerRangeNotPerItem(t *testing.T) {
 	}
 	d := newDispatcher(t, dispatcher.WithWorkers(2))
 	seq := func(n int) iter.Seq2[int, error] {
-		return dispatcher.Map(context.Background(), d, count(n, nil), square, dispatcher.MapWindow(8))
+		return dispatcher.Map(context.Background(), d, count(n, nil), square, dispatcher.Limit(8))
 	}
 	small := testing.AllocsPerRun(20, func() {
 		for range seq(10) {
@@ -605,7 +605,7 @@ func TestGroupResultsInOrder(t *testing.T) {
 	boom := errors.New("boom")
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
-		g := d.Group(context.Background(), dispatcher.CollectErrors())
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.CollectErrors())
 		const n = 60
 		for i := range n {
 			switch i {
@@ -654,8 +654,10 @@ func TestGroupResultsInOrder(t *testing.T) {
 func TestGroupResultsWhileSubmitting(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
-		g := d.Group(context.Background())
-		task := func(i int) dispatcher.Task[int] { return func(context.Context) (int, error) { return i, nil } }
+		g := dispatcher.NewGroup[int](context.Background(), d)
+		task := func(i int) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) { return i, nil }
+		}
 		require.NoError(t, g.Go(task(0)))
 		var got []int
 		within(t, 5*time.Second, "range", func() {
@@ -682,7 +684,7 @@ func TestGroupResultsBreak(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		var running atomic.Int64
 		blocking := whileRunning(&running)
-		g := d.Group(context.Background())
+		g := dispatcher.NewGroup[int](context.Background(), d)
 		require.NoError(t, g.Go(ok(5)))
 		for range 10 {
 			require.NoError(t, g.Go(blocking))
@@ -698,7 +700,7 @@ func TestGroupResultsBreak(t *testing.T) {
 		require.Nil(t, res, "the range took the values")
 		require.ErrorIs(t, err, context.Canceled)
 
-		g = d.Group(context.Background())
+		g = dispatcher.NewGroup[int](context.Background(), d)
 		require.NoError(t, g.Go(ok(1)))
 		require.NoError(t, g.Go(ok(2)))
 		var p any

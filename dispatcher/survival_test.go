@@ -80,7 +80,7 @@ func survivePanicGoexitMix(t *testing.T, eng dispatcher.Engine) {
 		t.Run(tc.name, func(t *testing.T) {
 			{
 				const bound = 10 * time.Second
-				d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+				d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
 				require.NoError(t, err)
 				// Twice: the replacement goroutine must survive the same
 				// fault as the first.
@@ -88,7 +88,7 @@ func survivePanicGoexitMix(t *testing.T, eng dispatcher.Engine) {
 					var ferr, nerr error
 					var v int
 					within(t, bound, "the fault's answer", func() {
-						_, ferr = d.Do(context.Background(), func(context.Context) (int, error) { tc.task(); return 0, nil })
+						_, ferr = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { tc.task(); return 0, nil })
 					})
 					require.ErrorIs(t, ferr, tc.want, "round %d", round)
 					if tc.want == dispatcher.ErrTaskPanicked {
@@ -101,7 +101,7 @@ func survivePanicGoexitMix(t *testing.T, eng dispatcher.Engine) {
 							assert.Equal(t, tc.val, pe.Value)
 						}
 					}
-					within(t, bound, "the next Do", func() { v, nerr = d.Do(context.Background(), ok(round)) })
+					within(t, bound, "the next Do", func() { v, nerr = dispatcher.Do(context.Background(), d, ok(round)) })
 					require.NoError(t, nerr, "round %d", round)
 					require.Equal(t, round, v)
 				}

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,74 +91,11 @@ func (b *tenantBook) named(name string) *flowStats {
 	return s
 }
 
-// Limit makes at most n of the group's tasks accepted and not yet
-// answered at once (waiting in the dispatcher or running), as errgroup's
-// SetLimit does: Go waits for one of them to finish (until the group's
-// context ends, or Close begins: ErrClosed), and TryGo reports false. n
-// must be at least 1.
-func Limit(n int) GroupOption {
-	return groupOptionFunc(func(c *groupConfig) {
-		if n < 1 {
-			c.fail(fmt.Errorf("%w: group limit must be at least 1, got %d", ErrBadOption, n))
-			return
-		}
-		c.limit = n
-	})
-}
-
-// Share is the group's weight among tenants under the Fair schedule
-// (default 1; the default tenant of requests outside groups weighs 1).
-// It is refused, with ErrWrongSchedule, under any other schedule.
-func Share(w int) GroupOption {
-	return groupOptionFunc(func(c *groupConfig) {
-		if err := checkShare("group", w); err != nil {
-			c.fail(err)
-			return
-		}
-		c.share = w
-	})
-}
-
-// checkShare refuses a share outside [1, MaxShare] (a group's or a
-// stream's, as what says).
-func checkShare(what string, w int) error {
-	if w < 1 || w > MaxShare {
-		return fmt.Errorf("%w: %s share must be in [1, %d], got %d", ErrBadOption, what, MaxShare, w)
-	}
-	return nil
-}
-
-// checkTenantName refuses an empty name and the default tenant's.
-func checkTenantName(name string) error {
-	if name == "" || name == DefaultTenant {
-		return fmt.Errorf("%w: tenant name %q is empty or the default tenant's", ErrBadOption, name)
-	}
-	return nil
-}
-
-// Tenant names the group in Stats.Tenants: groups of one name add up to
-// one line. Without it a group counts under "group". The name is not
-// shown anywhere else.
-//
-// Tenant("") and Tenant(DefaultTenant) are refused with ErrBadOption, as
-// a bad option is (every Go returns the error, TryGo reports false, Wait
-// returns it): an empty name would read as no name, and the default
-// tenant's line is kept for the requests outside any group or stream.
-func Tenant(name string) GroupOption {
-	return groupOptionFunc(func(c *groupConfig) {
-		if err := checkTenantName(name); err != nil {
-			c.fail(err)
-			return
-		}
-		c.name = name
-	})
-}
-
 // groupTenant is a new group's tenant.
-func (d *Dispatcher[R]) groupTenant(c *groupConfig) *tenant {
+func (d *Dispatcher) groupTenant(c *groupConfig, def string) *tenant {
 	name := c.name
 	if name == "" {
-		name = "group"
+		name = def
 	}
 	return &tenant{share: max(c.share, 1), member: -1, stats: d.book.named(name)}
 }

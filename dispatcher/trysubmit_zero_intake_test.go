@@ -26,7 +26,7 @@ func TestTrySubmitZeroIntakeIdleWorkers(t *testing.T) {
 		busy := 0
 		within(t, 20*time.Second, "TrySubmit loop", func() {
 			for i := range n {
-				f, err := d.TrySubmit(context.Background(), ok(i))
+				f, err := dispatcher.TrySubmit(context.Background(), d, ok(i))
 				if errors.Is(err, dispatcher.ErrBusy) {
 					busy++
 					continue
@@ -49,7 +49,7 @@ func TestTrySubmitZeroIntakeFirstCall(t *testing.T) {
 		busy := 0
 		for range 20 {
 			d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithIntakeBuffer(0))
-			f, err := d.TrySubmit(context.Background(), ok(1))
+			f, err := dispatcher.TrySubmit(context.Background(), d, ok(1))
 			if errors.Is(err, dispatcher.ErrBusy) {
 				busy++
 				continue
@@ -75,7 +75,7 @@ func assertNoErr(t *testing.T, err error) bool {
 // refuse contradictions naming both sides instead of letting the last one
 // win. WithEngine(Channels) then WithEngine(Rings) is such a contradiction.
 func TestEngineGivenTwice(t *testing.T) {
-	d, err := dispatcher.New[int](dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithEngine(dispatcher.Rings))
+	d, err := dispatcher.New(dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithEngine(dispatcher.Rings))
 	if d != nil {
 		_ = d.Close(context.Background())
 	}

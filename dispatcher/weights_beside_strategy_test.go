@@ -24,21 +24,21 @@ func TestWeightsBesideStrategyHonoured(t *testing.T) {
 		// never picks worker 1.
 		ctl := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithStrategyName("round-robin"), dispatcher.WithWeights(1, 0))
 		for i := range 20 {
-			_, err := ctl.Do(context.Background(), ok(i))
+			_, err := dispatcher.Do(context.Background(), ctl, ok(i))
 			require.NoError(t, err)
 		}
 		require.Zero(t, ctl.Stats().Workers[1].Completed, "control: round-robin by name honours weight 0")
 
 		s, err := strategies.New("round-robin", strategies.Equal(2))
 		require.NoError(t, err)
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithStrategy(s), dispatcher.WithWeights(1, 0))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithStrategy(s), dispatcher.WithWeights(1, 0))
 		if err != nil {
 			require.ErrorIs(t, err, dispatcher.ErrBadOption) // refusing the pair is a fix too
 			return
 		}
 		t.Cleanup(func() { closeWithin(t, d, 10*time.Second) })
 		for i := range 20 {
-			_, err := d.Do(context.Background(), ok(i))
+			_, err := dispatcher.Do(context.Background(), d, ok(i))
 			require.NoError(t, err)
 		}
 		st := d.Stats()

@@ -39,7 +39,7 @@ func WithWorkerIndex() Option {
 // ok is false, and the index -1, when d was built without WithWorkerIndex,
 // for a context no task of d received (that of another dispatcher's task
 // included), and for a nil ctx.
-func (d *Dispatcher[R]) WorkerIndex(ctx context.Context) (index int, ok bool) {
+func (d *Dispatcher) WorkerIndex(ctx context.Context) (index int, ok bool) {
 	if !d.made() || d.idxKey == nil || ctx == nil {
 		return -1, false
 	}
@@ -91,7 +91,7 @@ type indexer struct {
 }
 
 // indexer returns worker i's, or nil without WithWorkerIndex.
-func (d *Dispatcher[R]) indexer(i int) *indexer {
+func (d *Dispatcher) indexer(i int) *indexer {
 	if d.idxKey == nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ func TestWorkerIndexZeroSizeUncomparableContext(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerIndex())
 		for k := range 3 {
-			v, err := d.Do(zeroCtx{}, func(ctx context.Context) (int, error) { return k, nil })
+			v, err := dispatcher.Do(zeroCtx{}, d, func(ctx context.Context) (int, error) { return k, nil })
 			require.NoError(t, err, "task %d", k)
 			require.Equal(t, k, v)
 		}
@@ -52,7 +52,7 @@ func TestWorkerIndexRemovedWorkerReleasesContext(t *testing.T) {
 		big := make([]byte, 1<<20)
 		wp := weak.Make(&big[0])
 		ctx := context.WithValue(context.Background(), key{}, big)
-		i, err := d.Do(ctx, func(ctx context.Context) (int, error) {
+		i, err := dispatcher.Do(ctx, d, func(ctx context.Context) (int, error) {
 			i, _ := d.WorkerIndex(ctx)
 			return i, nil
 		})

@@ -21,7 +21,7 @@ type perIndex struct {
 	n  map[int]int64
 }
 
-func (p *perIndex) task(d *dispatcher.Dispatcher[int]) dispatcher.Task[int] {
+func (p *perIndex) task(d *dispatcher.Dispatcher) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		i, ok := d.WorkerIndex(ctx)
 		if !ok {
@@ -40,7 +40,7 @@ func (p *perIndex) task(d *dispatcher.Dispatcher[int]) dispatcher.Task[int] {
 // requireMatchesStats: the tasks' own count per reported index is each
 // worker's Completed in Stats, so every index a task read was the worker
 // the dispatcher counted it on.
-func (p *perIndex) requireMatchesStats(t *testing.T, d *dispatcher.Dispatcher[int]) {
+func (p *perIndex) requireMatchesStats(t *testing.T, d *dispatcher.Dispatcher) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -70,20 +70,20 @@ func TestWorkerIndex(t *testing.T) {
 				for range 4 {
 					wg.Go(func() {
 						for range 50 {
-							_, err := d.Do(ctx, task)
+							_, err := dispatcher.Do(ctx, d, task)
 							assert.NoError(t, err)
 						}
 					})
 				}
 				for range 100 {
-					assert.NoError(t, d.Go(ctx, task))
+					assert.NoError(t, d.Go(ctx, func(ctx context.Context) error { _, err := task(ctx); return err }))
 				}
-				f, err := d.Submit(ctx, task)
+				f, err := dispatcher.Submit(ctx, d, task)
 				if assert.NoError(t, err) {
 					_, err = f.Wait(ctx)
 					assert.NoError(t, err)
 				}
-				g := d.Group(ctx)
+				g := dispatcher.NewGroup[int](ctx, d)
 				for range 30 {
 					assert.NoError(t, g.Go(task))
 				}
@@ -132,7 +132,7 @@ func TestWorkerIndexOff(t *testing.T) {
 		type key struct{}
 		ctx := context.WithValue(context.Background(), key{}, "mine")
 		var got context.Context
-		_, err := d.Do(ctx, func(c context.Context) (int, error) { got = c; return 0, nil })
+		_, err := dispatcher.Do(ctx, d, func(c context.Context) (int, error) { got = c; return 0, nil })
 		require.NoError(t, err)
 		require.Equal(t, ctx, got, "the submitted context, unchanged")
 		i, ok := d.WorkerIndex(got)
@@ -145,7 +145,7 @@ func TestWorkerIndexOff(t *testing.T) {
 			require.False(t, ok, "%v: no task received it", c)
 			require.Equal(t, -1, i)
 		}
-		var zero dispatcher.Dispatcher[int]
+		var zero dispatcher.Dispatcher
 		_, ok = zero.WorkerIndex(ctx)
 		require.False(t, ok, "a Dispatcher not made by New")
 	})
@@ -162,10 +162,10 @@ func TestWorkerIndexPerDispatcher(t *testing.T) {
 			a, b    int
 			aOK, ok bool
 		}
-		inner := func(d *dispatcher.Dispatcher[int]) seen {
+		inner := func(d *dispatcher.Dispatcher) seen {
 			var s seen
-			_, err := a.Do(context.Background(), func(ctx context.Context) (int, error) {
-				_, err := d.Do(ctx, func(ctx context.Context) (int, error) {
+			_, err := dispatcher.Do(context.Background(), a, func(ctx context.Context) (int, error) {
+				_, err := dispatcher.Do(ctx, d, func(ctx context.Context) (int, error) {
 					s.a, s.aOK = a.WorkerIndex(ctx)
 					s.b, s.ok = d.WorkerIndex(ctx)
 					return 0, nil
@@ -195,15 +195,15 @@ func TestWorkerIndexKeptContext(t *testing.T) {
 		defer cancel()
 		kept := make([]context.Context, 2)
 		for i := range kept {
-			_, err := d.Do(parent, func(ctx context.Context) (int, error) { kept[i] = ctx; return 0, nil })
+			_, err := dispatcher.Do(parent, d, func(ctx context.Context) (int, error) { kept[i] = ctx; return 0, nil })
 			require.NoError(t, err)
 		}
 		other := context.Background()
 		within(t, 10*time.Second, "recycling", func() {
 			for range 1000 {
-				_, err := d.Do(other, ok(1))
+				_, err := dispatcher.Do(other, d, ok(1))
 				assert.NoError(t, err)
-				assert.NoError(t, d.Go(other, ok(1)))
+				assert.NoError(t, d.Go(other, func(ctx context.Context) error { _, err := ok(1)(ctx); return err }))
 			}
 		})
 		seen := map[int]bool{}
@@ -241,7 +241,7 @@ func TestWorkerIndexUncomparableContext(t *testing.T) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithWorkerIndex())
 		for k := range 3 {
 			ctx := uncomparableCtx{context.Background(), []int{k}}
-			i, err := d.Do(ctx, func(ctx context.Context) (int, error) {
+			i, err := dispatcher.Do(ctx, d, func(ctx context.Context) (int, error) {
 				i, ok := d.WorkerIndex(ctx)
 				if !ok {
 					return 0, errors.New("no index")
@@ -256,7 +256,7 @@ func TestWorkerIndexUncomparableContext(t *testing.T) {
 
 // TestWorkerIndexGivenTwice: like every option, a second one is refused.
 func TestWorkerIndexGivenTwice(t *testing.T) {
-	d, err := dispatcher.New[int](dispatcher.WithWorkerIndex(), dispatcher.WithWorkerIndex())
+	d, err := dispatcher.New(dispatcher.WithWorkerIndex(), dispatcher.WithWorkerIndex())
 	require.ErrorIs(t, err, dispatcher.ErrBadOption)
 	require.ErrorContains(t, err, "WithWorkerIndex given twice")
 	require.Nil(t, d)
@@ -277,15 +277,16 @@ func TestWorkerIndexAllocations(t *testing.T) {
 			}
 			return 1, nil
 		}
+		goTask := func(ctx context.Context) error { _, err := task(ctx); return err }
 		ctx := context.Background()
 		type key struct{}
 		var shared, goAllocs, fresh float64
 		within(t, 30*time.Second, "Do and Go", func() {
-			shared = testing.AllocsPerRun(10000, func() { _, _ = d.Do(ctx, task) })
-			goAllocs = testing.AllocsPerRun(10000, func() { _ = d.Go(ctx, task) })
+			shared = testing.AllocsPerRun(10000, func() { _, _ = dispatcher.Do(ctx, d, task) })
+			goAllocs = testing.AllocsPerRun(10000, func() { _ = d.Go(ctx, goTask) })
 			// The per-request context itself allocates one valueCtx, the
 			// worker's wrapper one more.
-			fresh = testing.AllocsPerRun(1000, func() { _, _ = d.Do(context.WithValue(ctx, key{}, 0), task) })
+			fresh = testing.AllocsPerRun(1000, func() { _, _ = dispatcher.Do(context.WithValue(ctx, key{}, 0), d, task) })
 		})
 		assert.Less(t, shared, 0.01)
 		assert.Less(t, goAllocs, 0.01)

@@ -43,8 +43,8 @@ func (s *workerSet[W]) stop() {
 }
 
 // workerConfig is what every worker of either engine does with a request.
-func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
-	return worker.Config[*request[R]]{
+func (d *Dispatcher) workerConfig(depth int) worker.Config[*request] {
+	return worker.Config[*request]{
 		Depth:    depth,
 		Panicked: d.panicked,
 		Exited:   d.exited,
@@ -56,14 +56,14 @@ func (d *Dispatcher[R]) workerConfig(depth int) worker.Config[*request[R]] {
 // its own indexer (WithWorkerIndex); and what the worker does when it
 // stops for good: drop the last context its indexer wrapped, which a
 // removed worker would otherwise keep reachable for the dispatcher's life.
-func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func()) {
+func (d *Dispatcher) runner(i int) (run func(*request, func()), stop func()) {
 	// The tasks this worker ran (its goroutines run one at a time), on a
 	// line of its own: a small counter allocated next to another worker's
 	// hot word (the tiny allocator packs them) is written per task.
 	n := new(cacheline.Padded[uint32])
 	x := d.indexer(i)
 	long := d.b.longFlag(i)
-	run = func(r *request[R], count func()) {
+	run = func(r *request, count func()) {
 		n.V++
 		d.run(r, count, n.V%LatencySampleEvery == 0, x, &long.V)
 	}
@@ -79,36 +79,35 @@ func (d *Dispatcher[R]) runner(i int) (run func(*request[R], func()), stop func(
 // a timed run is recorded before both. Only a sampled task reads the
 // clock. The sample is picked by a per-worker count, not a random draw per
 // task, which cost a batch of empty Go tasks measurably.
-func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexer, long *atomic.Bool) {
+func (d *Dispatcher) run(r *request, count func(), sampled bool, x *indexer, long *atomic.Bool) {
 	if r.took != 0 {
 		d.waited(r)
 	}
 	if d.life.Load() >= lifeAbandoning {
 		d.finished(r)
 		count()
-		d.replyErr(r, d.abandon)
+		d.reply(r, d.abandon)
 		return
 	}
 	if err := r.ctx.Err(); err != nil {
 		d.finished(r)
 		count()
 		d.canceled.Add(1)
-		d.replyErr(r, err)
+		d.reply(r, err)
 		return
 	}
-	ctx, fn := r.ctx, r.fn
+	ctx, j := r.ctx, r.job
 	if x != nil {
 		ctx = x.wrap(ctx)
 	}
-	// The task is dropped as soon as it has run, before the answer: a
-	// group or a Future keeps its result, not the closure and what it
-	// captured.
-	r.fn = nil
+	// The job is dropped as soon as it has run, before the answer: a Go
+	// task's closure and what it captured are not kept.
+	r.job = nil
 	var start time.Time
 	if sampled {
 		start = time.Now()
 	}
-	v, err := fn(ctx)
+	err := j.run(ctx)
 	if sampled {
 		d.lat.record(time.Since(start))
 	}
@@ -118,7 +117,7 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 	d.finished(r)
 	count()
 	waited := !r.async
-	d.reply(r, v, err)
+	d.reply(r, err)
 	if waited && (long.Load() || rand.Uint32()%yieldOneIn == 0) {
 		// Fairness: the answer readied the requester into this P's runnext
 		// slot, and a requester → balancer → worker → requester chain of
@@ -131,7 +130,7 @@ func (d *Dispatcher[R]) run(r *request[R], count func(), sampled bool, x *indexe
 
 // waited records how long sampled request r waited from the balancer
 // taking it to its start, for its tenant and its class.
-func (d *Dispatcher[R]) waited(r *request[R]) {
+func (d *Dispatcher) waited(r *request) {
 	w := time.Duration(time.Now().UnixNano() - r.took)
 	r.took = 0
 	t := r.tenant
@@ -145,7 +144,7 @@ func (d *Dispatcher[R]) waited(r *request[R]) {
 // finished counts r's completion for its tenant and class; the default
 // tenant's and class 0's are what the others leave of the total, so the
 // common request pays nothing here.
-func (d *Dispatcher[R]) finished(r *request[R]) {
+func (d *Dispatcher) finished(r *request) {
 	if d.admission {
 		d.adm.finished.Add(1)
 	}

@@ -8,11 +8,11 @@ import (
 // TestLeastPendingDoneN: DoneN(i, n) picks exactly like n calls of Done(i).
 func TestLeastPendingDoneN(t *testing.T) {
 	weights := []int{1, 2, 1, 3, 0, 1}
-	one, err := NewLeastPending(weights)
+	one, err := newLeastPending(weights)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, _ := NewLeastPending(weights)
+	batch, _ := newLeastPending(weights)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for step := range 20000 {
 		if rng.IntN(3) > 0 {

@@ -7,17 +7,17 @@ import (
 )
 
 func init() {
-	register("bounded-hash", func(w []int, o ...Option) (Strategy, error) { return NewBoundedHash(w, o...) })
+	register("bounded-hash", func(w []int, o ...Option) (Strategy, error) { return newBoundedHash(w, o...) })
 }
 
-// BoundedHash is consistent hashing with bounded loads (Mirrokni, Thorup and
-// Zadimoghaddam, SODA 2018; arXiv 2016): a key goes to its ring owner unless
-// that member already has its capacity ⌈c·(m+1)·w_i/W⌉ pending, m being the
-// pending total, in which case it walks on along the ring to the first
-// member under its capacity. So no member exceeds ⌈c·mean⌉ (weighted) at
-// pick time, and a key stays on its member while that member is under the
-// bound. c is WithLoadFactor (default 1.25, must be > 1). Pick counts
-// pending until Done.
+// boundedHash, registered as "bounded-hash", is consistent hashing with
+// bounded loads (Mirrokni, Thorup and Zadimoghaddam, SODA 2018; arXiv 2016):
+// a key goes to its ring owner unless that member already has its capacity
+// ⌈c·(m+1)·w_i/W⌉ pending, m being the pending total, in which case it walks
+// on along the ring to the first member under its capacity. So no member
+// exceeds ⌈c·mean⌉ (weighted) at pick time, and a key stays on its member
+// while that member is under the bound. c is WithLoadFactor (default 1.25,
+// must be > 1). Pick counts pending until Done.
 //
 // Affinity is kept only under the bound, and so is order: while a key's
 // owner is at its bound, the key's next request goes to another member,
@@ -28,14 +28,14 @@ func init() {
 // consistent-hash keeps a key on its member whatever the load.
 //
 // The ring is consistent-hash's, with its points per member and its
-// rebuilds (see ConsistentHash): a round of Add, two rebuilding SetWeight
+// rebuilds (see consistentHash): a round of Add, two rebuilding SetWeight
 // and Remove at 100 members takes 1.06 ms (1.05–1.07 ms, Intel Xeon, 2
 // cores, 2026-12-01:
 // go test -run '^$' -bench 'BenchmarkMembership/strategy=bounded-hash/n=100$' -benchtime 200ms -count 5 ./strategies/).
 //
 // Pick costs O(1) expected plus a walk of expected length O(1/(c−1)²) when
 // the owner is full, and allocates nothing. Not safe for concurrent use.
-type BoundedHash struct {
+type boundedHash struct {
 	members
 	ring    hashRing
 	c       float64
@@ -47,11 +47,11 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*BoundedHash)(nil)
+} = (*boundedHash)(nil)
 
-// NewBoundedHash returns a bounded-load consistent-hashing strategy over
+// newBoundedHash returns a bounded-load consistent-hashing strategy over
 // members with the given weights.
-func NewBoundedHash(weights []int, opts ...Option) (*BoundedHash, error) {
+func newBoundedHash(weights []int, opts ...Option) (*boundedHash, error) {
 	cfg, err := uses("bounded-hash", opts, "WithVirtualNodes", "WithLoadFactor")
 	if err != nil {
 		return nil, err
@@ -67,12 +67,12 @@ func NewBoundedHash(weights []int, opts ...Option) (*BoundedHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &BoundedHash{members: m, ring: r, c: cfg.loadFactor, pending: make([]int, len(weights))}, nil
+	return &boundedHash{members: m, ring: r, c: cfg.loadFactor, pending: make([]int, len(weights))}, nil
 }
 
 // Pick returns the first member at or after key's ring point that is under
 // its load bound, and counts one more pending on it.
-func (s *BoundedHash) Pick(key uint64) int {
+func (s *boundedHash) Pick(key uint64) int {
 	// pending < ⌈f·w⌉ is pending < f·w for an integer pending.
 	f := s.c * float64(s.sum+1) / float64(s.total)
 	j := s.ring.lookup(mix64(key))
@@ -92,7 +92,7 @@ func (s *BoundedHash) Pick(key uint64) int {
 }
 
 // Done counts one request of member i as no longer pending.
-func (s *BoundedHash) Done(i int, _ time.Duration) {
+func (s *boundedHash) Done(i int, _ time.Duration) {
 	if s.has(i) && s.pending[i] > 0 {
 		s.pending[i]--
 		s.sum--
@@ -100,7 +100,7 @@ func (s *BoundedHash) Done(i int, _ time.Duration) {
 }
 
 // Pending returns member i's pending count as the strategy sees it.
-func (s *BoundedHash) Pending(i int) int {
+func (s *boundedHash) Pending(i int) int {
 	if !s.has(i) {
 		return 0
 	}
@@ -108,7 +108,7 @@ func (s *BoundedHash) Pending(i int) int {
 }
 
 // Add adds a member; it takes over only the keys its own points cover.
-func (s *BoundedHash) Add(weight int) (int, error) {
+func (s *boundedHash) Add(weight int) (int, error) {
 	if s.next() >= ringMaxMembers {
 		return 0, ErrTooLarge
 	}
@@ -121,7 +121,7 @@ func (s *BoundedHash) Add(weight int) (int, error) {
 }
 
 // Remove removes member i; its pending requests no longer count.
-func (s *BoundedHash) Remove(i int) error {
+func (s *boundedHash) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *BoundedHash) Remove(i int) error {
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // A removed member has no points and nothing pending that counts, so it
 // costs O(log n).
-func (s *BoundedHash) Forget(i int) error {
+func (s *boundedHash) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (s *BoundedHash) Forget(i int) error {
 }
 
 // SetWeight changes i's weight and its share of the ring.
-func (s *BoundedHash) SetWeight(i, weight int) error {
+func (s *boundedHash) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -150,4 +150,4 @@ func (s *BoundedHash) SetWeight(i, weight int) error {
 }
 
 // Traits: completions count, their times do not.
-func (s *BoundedHash) Traits() Traits { return Traits{IgnoresElapsed: true} }
+func (s *boundedHash) Traits() Traits { return Traits{IgnoresElapsed: true} }

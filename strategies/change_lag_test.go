@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // it, member i's lag at prefix t is picks_i(t) − t·w′_i/W′, where
 // picks_i(t) is how many of the first t picks after the change went to i;
 // the lag from the change is the largest |…| over members and prefixes t up
-// to the next change. That is MaxLag(w′, picks after the change). "No
+// to the next change. That is lag.Max(w′, picks after the change). "No
 // burst" promises it below 2, for swrr and for least-requests: a member owed
 // a pick before the change may take it (up to one ahead), plus less than
 // one of rounding. least-requests' tie order is swrr's over its idle
@@ -74,7 +75,7 @@ func (r *changeRun) lagAfter(n int) float64 {
 	if c, ok := r.s.(checker); ok {
 		require.NoError(r.t, c.check())
 	}
-	return MaxLag(r.weight, p)
+	return lag.Max(r.weight, p)
 }
 
 func (r *changeRun) add(w int) {
@@ -138,7 +139,7 @@ func TestRaiseDoesNotBurst(t *testing.T) {
 				r.picks(k)
 				require.True(t, r.setWeight(tc.i, tc.to))
 				after := r.picks(3 * sum(r.weight))
-				lag := MaxLag(r.weight, after)
+				lag := lag.Max(r.weight, after)
 				require.Less(t, lag, lagBound, "%s %v, %d picks, SetWeight(%d, %d)", name, tc.w, k, tc.i, tc.to)
 				if p, ok := tc.pinned[name]; ok && k == p {
 					t.Logf("%s %v, %d picks, SetWeight(%d, %d): lag %.3f, %v…", name, tc.w, k, tc.i, tc.to, lag, after[:8])

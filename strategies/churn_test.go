@@ -182,7 +182,7 @@ func TestChurnBounded(t *testing.T) {
 			_, err := c.replace()
 			require.NoError(t, err)
 		}
-		assert.Equal(t, n+1000, c.d.(*SWRR).Len())
+		assert.Equal(t, n+1000, c.d.(*swrr).Len())
 		after := sliceSizes(c.d)
 		assert.GreaterOrEqual(t, after[".members.weight"][0], before[".members.weight"][0]+1000)
 		assert.GreaterOrEqual(t, after[".ent"][0], before[".ent"][0]+1000)

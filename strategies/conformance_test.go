@@ -217,11 +217,11 @@ func testRepeatable(t *testing.T, name string) {
 }
 
 func TestErrorsAreSentinels(t *testing.T) {
-	_, err := NewBoundedHash([]int{1}, WithLoadFactor(1))
+	_, err := newBoundedHash([]int{1}, WithLoadFactor(1))
 	require.ErrorIs(t, err, ErrBadOption)
-	_, err = NewLatency([]int{1}, WithDecay(0))
+	_, err = newLatency([]int{1}, WithDecay(0))
 	require.ErrorIs(t, err, ErrBadOption)
-	_, err = NewConsistentHash([]int{1}, WithVirtualNodes(0))
+	_, err = newConsistentHash([]int{1}, WithVirtualNodes(0))
 	require.ErrorIs(t, err, ErrBadOption)
 	require.False(t, errors.Is(err, ErrUnknown))
 }

@@ -3,17 +3,17 @@ package strategies
 import "time"
 
 func init() {
-	register("consistent-hash", func(w []int, o ...Option) (Strategy, error) { return NewConsistentHash(w, o...) })
+	register("consistent-hash", func(w []int, o ...Option) (Strategy, error) { return newConsistentHash(w, o...) })
 }
 
-// ConsistentHash maps each routing key to the member owning the first ring
-// point at or after the key's hash (Karger et al. 1997; brpc's c_murmurhash
-// and ketama): the same key goes to the same member while it is present,
-// and removing a member moves only the keys it held. Members get virtual
-// nodes in proportion to their weights (WithVirtualNodes per member of
-// average weight, default 160), which keeps loads within about ±35% of the
-// mean. Keys are mixed with splitmix64's finalizer first, so sequential ids
-// spread over the ring.
+// consistentHash, registered as "consistent-hash", maps each routing key to
+// the member owning the first ring point at or after the key's hash (Karger
+// et al. 1997; brpc's c_murmurhash and ketama): the same key goes to the
+// same member while it is present, and removing a member moves only the keys
+// it held. Members get virtual nodes in proportion to their weights
+// (WithVirtualNodes per member of average weight, default 160), which keeps
+// loads within about ±35% of the mean. Keys are mixed with splitmix64's
+// finalizer first, so sequential ids spread over the ring.
 //
 // Members added or re-weighted later get points at the ring's scale, so
 // Add moves only keys to the newcomer and SetWeight only keys to or from
@@ -37,7 +37,7 @@ func init() {
 // need not report it) and Pick only reads: any number of goroutines may
 // Pick and Done at once (Traits.Concurrent); a membership change needs
 // exclusive access.
-type ConsistentHash struct {
+type consistentHash struct {
 	members
 	ring hashRing
 }
@@ -46,11 +46,11 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*ConsistentHash)(nil)
+} = (*consistentHash)(nil)
 
-// NewConsistentHash returns a consistent-hashing strategy over members with
+// newConsistentHash returns a consistent-hashing strategy over members with
 // the given weights.
-func NewConsistentHash(weights []int, opts ...Option) (*ConsistentHash, error) {
+func newConsistentHash(weights []int, opts ...Option) (*consistentHash, error) {
 	if _, err := uses("consistent-hash", opts, "WithVirtualNodes"); err != nil {
 		return nil, err
 	}
@@ -62,19 +62,19 @@ func NewConsistentHash(weights []int, opts ...Option) (*ConsistentHash, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ConsistentHash{members: m, ring: r}, nil
+	return &consistentHash{members: m, ring: r}, nil
 }
 
 // Pick returns the member that owns key.
-func (s *ConsistentHash) Pick(key uint64) int {
+func (s *consistentHash) Pick(key uint64) int {
 	return s.ring.owner(s.ring.lookup(mix64(key)))
 }
 
 // Done is a no-op: consistent hashing ignores completions.
-func (s *ConsistentHash) Done(int, time.Duration) {}
+func (s *consistentHash) Done(int, time.Duration) {}
 
 // Add adds a member; it takes over only the keys its own points cover.
-func (s *ConsistentHash) Add(weight int) (int, error) {
+func (s *consistentHash) Add(weight int) (int, error) {
 	if s.next() >= ringMaxMembers {
 		return 0, ErrTooLarge
 	}
@@ -86,7 +86,7 @@ func (s *ConsistentHash) Add(weight int) (int, error) {
 }
 
 // Remove removes member i; only its keys move.
-func (s *ConsistentHash) Remove(i int) error {
+func (s *consistentHash) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *ConsistentHash) Remove(i int) error {
 // A removed member has no points, so it costs O(log n). A member added at
 // that index gets the points the forgotten one had at the same weight: the
 // keys it takes are those the forgotten one held.
-func (s *ConsistentHash) Forget(i int) error {
+func (s *consistentHash) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *ConsistentHash) Forget(i int) error {
 
 // SetWeight changes i's weight: it gains or loses points, and only the keys
 // of those points move.
-func (s *ConsistentHash) SetWeight(i, weight int) error {
+func (s *consistentHash) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -116,6 +116,6 @@ func (s *ConsistentHash) SetWeight(i, weight int) error {
 
 // Traits: a pick reads only the ring and the key, and completions do not
 // enter into it, so picks may run at once and reports may be left out.
-func (s *ConsistentHash) Traits() Traits {
+func (s *consistentHash) Traits() Traits {
 	return Traits{Concurrent: true, IgnoresDone: true}
 }

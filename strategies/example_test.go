@@ -10,20 +10,20 @@ import (
 
 // Smooth weighted round-robin spreads a heavy member's picks between the
 // light ones, and every cycle of W picks gives exact shares.
-func ExampleNewSWRR() {
-	s, _ := strategies.NewSWRR([]int{5, 1, 1})
+func Example_swrr() {
+	s, _ := strategies.New("swrr", []int{5, 1, 1})
 	picks := make([]int, 14)
 	for k := range picks {
 		picks[k] = s.Pick(0)
 	}
-	fmt.Println(picks, strategies.MaxLag([]int{5, 1, 1}, picks) < 1)
-	// Output: [0 0 0 1 0 2 0 0 0 0 1 0 2 0] true
+	fmt.Println(picks)
+	// Output: [0 0 0 1 0 2 0 0 0 0 1 0 2 0]
 }
 
 // nginx's smooth weighted round-robin gives nginx's exact order, for
 // configurations that rely on it; swrr's differs (a a a b a c a).
-func ExampleNewNginxSWRR() {
-	s, _ := strategies.NewNginxSWRR([]int{5, 1, 1})
+func Example_nginxSWRR() {
+	s, _ := strategies.New("nginx-swrr", []int{5, 1, 1})
 	for range 7 {
 		fmt.Print(string("abc"[s.Pick(0)]), " ")
 	}
@@ -33,21 +33,13 @@ func ExampleNewNginxSWRR() {
 
 // kitex's interleaved WRR is O(1) but bursty: the light members are spent
 // first, then the heavy one runs alone.
-func ExampleNewIWRR() {
-	s, _ := strategies.NewIWRR([]int{5, 1, 1})
+func Example_iwrr() {
+	s, _ := strategies.New("iwrr", []int{5, 1, 1})
 	for range 7 {
 		fmt.Print(s.Pick(0), " ")
 	}
 	fmt.Println()
 	// Output: 0 1 2 0 0 0 0
-}
-
-// MaxLag measures smoothness: weights 2,1 served smoothly, then lightest
-// first.
-func ExampleMaxLag() {
-	w := []int{2, 1}
-	fmt.Printf("%.2f %.2f\n", strategies.MaxLag(w, []int{0, 1, 0}), strategies.MaxLag(w, []int{1, 0, 0}))
-	// Output: 0.33 0.67
 }
 
 // Strategies are built by name from flags or configuration; an unknown
@@ -70,13 +62,13 @@ func ExampleNew() {
 
 // Consistent hashing keeps a key on its member; removing a member moves
 // only the keys it held.
-func ExampleNewConsistentHash() {
-	s, _ := strategies.NewConsistentHash(strategies.Equal(4))
+func Example_consistentHash() {
+	s, _ := strategies.New("consistent-hash", strategies.Equal(4))
 	before := s.Pick(12345)
 	fmt.Println(s.Pick(12345) == before)
 
 	other := (before + 1) % 4
-	_ = s.Remove(other)
+	_ = s.(strategies.Dynamic).Remove(other)
 	fmt.Println(s.Pick(12345) == before)
 	// Output:
 	// true
@@ -85,8 +77,8 @@ func ExampleNewConsistentHash() {
 
 // Bounded-load hashing sends a hot key elsewhere once its member holds
 // more than ⌈c·mean⌉ pending requests.
-func ExampleNewBoundedHash() {
-	s, _ := strategies.NewBoundedHash(strategies.Equal(4), strategies.WithLoadFactor(1.25))
+func Example_boundedHash() {
+	s, _ := strategies.New("bounded-hash", strategies.Equal(4), strategies.WithLoadFactor(1.25))
 	seen := map[int]bool{}
 	for range 8 { // eight requests for the same key, none completed
 		seen[s.Pick(7)] = true
@@ -98,8 +90,8 @@ func ExampleNewBoundedHash() {
 // Dynamic membership: a drained member (weight 0) is never picked, and the
 // last member with a positive weight cannot be removed.
 func ExampleDynamic() {
-	s, _ := strategies.NewWeightedRandom([]int{1, 1}, strategies.WithSeed(1))
-	var d strategies.Dynamic = s
+	s, _ := strategies.New("weighted-random", []int{1, 1}, strategies.WithSeed(1))
+	d := s.(strategies.Dynamic) // every strategy New builds is Dynamic
 	_ = d.SetWeight(0, 0)
 	fmt.Println(s.Pick(0), s.Pick(0), s.Pick(0))
 	fmt.Println(errors.Is(d.Remove(1), strategies.ErrLastMember))

@@ -106,7 +106,7 @@ func TestForget(t *testing.T) {
 			if b.share == some {
 				return
 			}
-			if ss, ok := s.(*SlowStart); ok {
+			if ss, ok := s.(*slowStart); ok {
 				for ss.Ramping(5) { // let the newcomer's ramp end
 					s.Done(s.Pick(0), time.Millisecond)
 				}
@@ -128,10 +128,10 @@ func TestForget(t *testing.T) {
 // changes nothing.
 func TestSlowStartForgetUnsupported(t *testing.T) {
 	build := func(w []int, _ ...Option) (Strategy, error) {
-		s, err := NewSWRR(w)
+		s, err := newSWRR(w)
 		return noForget{s}, err
 	}
-	s, err := NewSlowStart(build, []int{1, 1}, PickWindow(4), 0.5, 1)
+	s, err := newSlowStart(build, []int{1, 1}, PickWindow(4), 0.5, 1)
 	require.NoError(t, err)
 	require.NoError(t, s.Remove(1))
 	err = s.Forget(1)

@@ -106,9 +106,9 @@ func fuzzBody(t *testing.T, data []byte) {
 // renumbers them mid-run: the picks must not change.
 func TestLeastPendingTicksRenumbered(t *testing.T) {
 	w := []int{3, 1, 0, 2, 5, 1, 1}
-	a, err := NewLeastPending(w)
+	a, err := newLeastPending(w)
 	require.NoError(t, err)
-	b, err := NewLeastPending(w)
+	b, err := newLeastPending(w)
 	require.NoError(t, err)
 	off := uint64(lpMaxTick - 20)
 	for i := range b.ent {

@@ -20,7 +20,7 @@ func keys(n int, seed uint64) []uint64 {
 }
 
 func TestConsistentHashKeysStick(t *testing.T) {
-	s, err := NewConsistentHash(Equal(7))
+	s, err := newConsistentHash(Equal(7))
 	require.NoError(t, err)
 	ks := keys(2000, 1)
 	first := make([]int, len(ks))
@@ -44,7 +44,7 @@ func TestConsistentHashKeysStick(t *testing.T) {
 
 func TestConsistentHashLoadsWithinTolerance(t *testing.T) {
 	for _, n := range []int{3, 10, 50} {
-		s, err := NewConsistentHash(Equal(n))
+		s, err := newConsistentHash(Equal(n))
 		require.NoError(t, err)
 		counts := make([]int, n)
 		const nk = 200000
@@ -60,7 +60,7 @@ func TestConsistentHashLoadsWithinTolerance(t *testing.T) {
 
 func TestConsistentHashMovesOnlyTheChangedMembersKeys(t *testing.T) {
 	const n = 10
-	s, err := NewConsistentHash(Equal(n))
+	s, err := newConsistentHash(Equal(n))
 	require.NoError(t, err)
 	ks := keys(20000, 2)
 	before := make([]int, len(ks))
@@ -114,9 +114,9 @@ func TestConsistentHashMovesOnlyTheChangedMembersKeys(t *testing.T) {
 // bounded-hash routes exactly like consistent-hash: keys stay put.
 func TestBoundedHashKeysStayWhileUnderBound(t *testing.T) {
 	w := []int{1, 2, 3, 4, 5}
-	ch, err := NewConsistentHash(w)
+	ch, err := newConsistentHash(w)
 	require.NoError(t, err)
-	bh, err := NewBoundedHash(w)
+	bh, err := newBoundedHash(w)
 	require.NoError(t, err)
 	for _, key := range keys(5000, 3) {
 		i := bh.Pick(key)
@@ -138,7 +138,7 @@ func TestBoundedHashRespectsTheBound(t *testing.T) {
 		{[]int{1, 2, 3, 4}, 1.1, true},
 		{[]int{5, 0, 1, 1}, 2, false},
 	} {
-		s, err := NewBoundedHash(tc.weights, WithLoadFactor(tc.c))
+		s, err := newBoundedHash(tc.weights, WithLoadFactor(tc.c))
 		require.NoError(t, err)
 		r := rand.New(rand.NewPCG(4, 4))
 		var out []int
@@ -164,7 +164,7 @@ func TestBoundedHashRespectsTheBound(t *testing.T) {
 }
 
 func TestHashRingBucketIndex(t *testing.T) {
-	s, err := NewConsistentHash(Equal(30), WithVirtualNodes(7))
+	s, err := newConsistentHash(Equal(30), WithVirtualNodes(7))
 	require.NoError(t, err)
 	r := &s.ring
 	for _, h := range append(keys(5000, 5), 0, math.MaxUint64, r.pts[0], r.pts[len(r.pts)-1]) {
@@ -183,9 +183,9 @@ func TestHashRingBucketIndex(t *testing.T) {
 // ringOf returns the ring of an affinity strategy.
 func ringOf(s Strategy) *hashRing {
 	switch s := s.(type) {
-	case *ConsistentHash:
+	case *consistentHash:
 		return &s.ring
-	case *BoundedHash:
+	case *boundedHash:
 		return &s.ring
 	}
 	panic("not a ring strategy")
@@ -243,7 +243,7 @@ func TestRingGrowthByAddCostsWhatBuildingDoes(t *testing.T) {
 // move.
 func TestRingRemoveNeverRebuilds(t *testing.T) {
 	w := []int{1, 1, 1, 1, 1000, 1000, 1000}
-	s, err := NewConsistentHash(w)
+	s, err := newConsistentHash(w)
 	require.NoError(t, err)
 	ks := keys(20000, 7)
 	for _, leave := range []int{4, 5, 6} {

@@ -7,10 +7,10 @@ import (
 )
 
 func init() {
-	register("iwrr", func(w []int, o ...Option) (Strategy, error) { return NewIWRR(w, o...) })
+	register("iwrr", func(w []int, o ...Option) (Strategy, error) { return newIWRR(w, o...) })
 }
 
-// IWRR is kitex's interleaved weighted round-robin (cloudwego/kitex PR
+// iwrr is kitex's interleaved weighted round-robin (cloudwego/kitex PR
 // #1019, after the Linux O(1) scheduler): members with credit left in this
 // cycle take turns; a member whose credit (its weight, spent in steps of
 // the weights' GCD) runs out moves to the next cycle's queue, and the
@@ -24,7 +24,7 @@ func init() {
 // The queues are rings of member indices rather than kitex's linked lists,
 // and there is no lock. Pick costs O(1) (a few ns at any n) and allocates
 // nothing; a membership change costs O(n). Not safe for concurrent use.
-type IWRR struct {
+type iwrr struct {
 	members
 	q   [2]iring
 	cur int // index in q of the current cycle's queue
@@ -82,12 +82,12 @@ var _ interface {
 	Forgetter
 	Declarer
 	Cyclic
-} = (*IWRR)(nil)
+} = (*iwrr)(nil)
 
-// NewIWRR returns an interleaved weighted round-robin strategy over members
+// newIWRR returns an interleaved weighted round-robin strategy over members
 // with the given weights. With WithRandomStart the first cycle begins at a
 // seeded random member, as kitex's does.
-func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
+func newIWRR(weights []int, opts ...Option) (*iwrr, error) {
 	if _, err := uses("iwrr", opts, "WithRandomStart"); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
 		return nil, err
 	}
 	n := len(weights)
-	s := &IWRR{members: m, rem: make([]int32, n), joiner: -1}
+	s := &iwrr{members: m, rem: make([]int32, n), joiner: -1}
 	s.q[0], s.q[1] = newIRing(n), newIRing(n)
 	off := 0
 	if c := newConfig(opts); c.randomStart {
@@ -116,7 +116,7 @@ func NewIWRR(weights []int, opts ...Option) (*IWRR, error) {
 // Pick returns the next member with credit left in this cycle. A member
 // that keeps credit goes from the head of the ring to its tail, which is
 // one store; one that runs out moves to the other ring.
-func (s *IWRR) Pick(uint64) int {
+func (s *iwrr) Pick(uint64) int {
 	c := s.cur
 	if s.q[c].n == 0 {
 		c ^= 1
@@ -139,10 +139,10 @@ func (s *IWRR) Pick(uint64) int {
 }
 
 // Done is a no-op: iwrr ignores completions.
-func (s *IWRR) Done(int, time.Duration) {}
+func (s *iwrr) Done(int, time.Duration) {}
 
 // Add adds a member (see join).
-func (s *IWRR) Add(weight int) (int, error) {
+func (s *iwrr) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -164,7 +164,7 @@ func (s *IWRR) Add(weight int) (int, error) {
 // the last pick went to a joiner. Joiners thus take at most every other
 // pick: a member that stays is picked at least once in every 4·W/g picks,
 // W the largest total weight in that time, whatever the others do.
-func (s *IWRR) join(i int32) {
+func (s *iwrr) join(i int32) {
 	s.rem[i] = s.gcd
 	if s.joiner >= 0 || s.joinerPicked {
 		s.rem[i] = int32(s.weight[i])
@@ -179,7 +179,7 @@ func (s *IWRR) join(i int32) {
 }
 
 // Remove removes member i from whichever queue holds it.
-func (s *IWRR) Remove(i int) error {
+func (s *iwrr) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ func (s *IWRR) Remove(i int) error {
 // SetWeight changes i's weight. A lower weight caps the credit it has left
 // in this cycle; a higher one applies from the next cycle; 0 drains it and a
 // drained member coming back joins as a new one does (see join).
-func (s *IWRR) SetWeight(i, weight int) error {
+func (s *iwrr) SetWeight(i, weight int) error {
 	old := s.Weight(i)
 	if err := s.setWeight(i, weight); err != nil {
 		return err
@@ -212,7 +212,7 @@ func (s *IWRR) SetWeight(i, weight int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // A removed member is in no queue, so it costs O(log n).
-func (s *IWRR) Forget(i int) error {
+func (s *iwrr) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (s *IWRR) Forget(i int) error {
 	return nil
 }
 
-func (s *IWRR) drop(i int) {
+func (s *iwrr) drop(i int) {
 	if int(s.joiner) == i {
 		s.joiner = -1
 	}
@@ -230,7 +230,7 @@ func (s *IWRR) drop(i int) {
 }
 
 // resize gives both rings room for every member index.
-func (s *IWRR) resize() {
+func (s *iwrr) resize() {
 	for k := range s.q {
 		if len(s.q[k].buf) < len(s.weight) {
 			s.q[k].filter(len(s.weight), func(int32) bool { return true })
@@ -240,7 +240,7 @@ func (s *IWRR) resize() {
 
 // regcd recomputes the step: the GCD of the positive weights, so that a
 // cycle is as short as the weights allow.
-func (s *IWRR) regcd() {
+func (s *iwrr) regcd() {
 	g := 0
 	for i, w := range s.weight {
 		if s.eligible(i) {
@@ -258,8 +258,8 @@ func gcd(a, b int) int {
 }
 
 // Traits: a cycle of picks; completions do nothing.
-func (s *IWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+func (s *iwrr) Traits() Traits { return Traits{IgnoresDone: true} }
 
 // Cycle is W/g picks, W the sum of the weights and g their greatest
 // common divisor, the credit step: one swap of the queues.
-func (s *IWRR) Cycle() int { return weightCycle(&s.members) }
+func (s *iwrr) Cycle() int { return weightCycle(&s.members) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -73,13 +74,13 @@ func TestPrintLagTable(t *testing.T) {
 		fmt.Fprintf(&b, "| %s |", rw.name)
 		for _, name := range order {
 			w := vecs[name]
-			lag := MaxLag(w, rw.picks(w, 4*sum(w)))
+			lag := lag.Max(w, rw.picks(w, 4*sum(w)))
 			lags[rw.name+"/"+name] = lag
 			fmt.Fprintf(&b, " %.3f |", trunc3(lag))
 		}
 		worst := 0.0
 		for _, w := range random {
-			worst = max(worst, MaxLag(w, rw.picks(w, 4*sum(w))))
+			worst = max(worst, lag.Max(w, rw.picks(w, 4*sum(w))))
 		}
 		lags[rw.name+"/random"] = worst
 		fmt.Fprintf(&b, " %.3f |\n", trunc3(worst))

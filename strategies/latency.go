@@ -7,10 +7,10 @@ import (
 )
 
 func init() {
-	register("latency", func(w []int, o ...Option) (Strategy, error) { return NewLatency(w, o...) })
+	register("latency", func(w []int, o ...Option) (Strategy, error) { return newLatency(w, o...) })
 }
 
-// Latency follows brpc's locality-aware balancer ("la"): it prefers the
+// latency follows brpc's locality-aware balancer ("la"): it prefers the
 // member whose recent completion latency, an EWMA fed by Done, times its
 // pending requests plus one, divided by its weight, is lowest, so faster
 // members get more and a member slowing down sheds load as its queue grows.
@@ -22,7 +22,7 @@ func init() {
 //
 // Pick and Done cost O(log n) (a 4-ary indexed heap keyed by the score's
 // float bits) and allocate nothing. Not safe for concurrent use.
-type Latency struct {
+type latency struct {
 	members
 	ent   []latEnt
 	h     heap[pair, borrows]
@@ -46,11 +46,11 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*Latency)(nil)
+} = (*latency)(nil)
 
-// NewLatency returns a latency-aware strategy over members with the given
+// newLatency returns a latency-aware strategy over members with the given
 // weights. WithDecay sets the EWMA's weight of a new sample.
-func NewLatency(weights []int, opts ...Option) (*Latency, error) {
+func newLatency(weights []int, opts ...Option) (*latency, error) {
 	c, err := uses("latency", opts, "WithDecay")
 	if err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func NewLatency(weights []int, opts ...Option) (*Latency, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Latency{members: m, ent: make([]latEnt, len(weights)), decay: c.decay}
+	s := &latency{members: m, ent: make([]latEnt, len(weights)), decay: c.decay}
 	for i := range weights {
 		s.ent[i].last = uint64(i)
 		s.sync(i)
@@ -74,7 +74,7 @@ func NewLatency(weights []int, opts ...Option) (*Latency, error) {
 
 // score orders members: lower is better. Non-negative floats order like
 // their bits, so the heap compares integers.
-func (s *Latency) score(i int) uint64 {
+func (s *latency) score(i int) uint64 {
 	e := &s.ent[i]
 	if !e.known {
 		if e.pending == 0 {
@@ -88,7 +88,7 @@ func (s *Latency) score(i int) uint64 {
 // Pick returns the member with the lowest latency score, or every
 // latencyExplore picks the next member in turn, and counts one more pending
 // on it.
-func (s *Latency) Pick(uint64) int {
+func (s *latency) Pick(uint64) int {
 	s.tick++
 	i := int(s.h.top().idx)
 	if s.tick%latencyExplore == 0 {
@@ -107,7 +107,7 @@ func (s *Latency) Pick(uint64) int {
 
 // Done counts one request of member i as no longer pending and feeds elapsed
 // into its latency average.
-func (s *Latency) Done(i int, elapsed time.Duration) {
+func (s *latency) Done(i int, elapsed time.Duration) {
 	if !s.has(i) {
 		return
 	}
@@ -127,7 +127,7 @@ func (s *Latency) Done(i int, elapsed time.Duration) {
 }
 
 // Pending returns member i's pending count as the strategy sees it.
-func (s *Latency) Pending(i int) int {
+func (s *latency) Pending(i int) int {
 	if !s.has(i) {
 		return 0
 	}
@@ -135,7 +135,7 @@ func (s *Latency) Pending(i int) int {
 }
 
 // Add adds a member; it has no sample yet, so it is probed first.
-func (s *Latency) Add(weight int) (int, error) {
+func (s *latency) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -147,7 +147,7 @@ func (s *Latency) Add(weight int) (int, error) {
 }
 
 // Remove removes member i.
-func (s *Latency) Remove(i int) error {
+func (s *latency) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Latency) Remove(i int) error {
 
 // SetWeight changes i's weight, keeping its latency average and pending
 // count; 0 drains it.
-func (s *Latency) SetWeight(i, weight int) error {
+func (s *latency) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Latency) SetWeight(i, weight int) error {
 // Forget frees removed member i's index for a later Add (see Forgetter);
 // a removed member is in no heap, so it costs O(log n). A member added at
 // that index has no latency sample: it is probed first.
-func (s *Latency) Forget(i int) error {
+func (s *latency) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func (s *Latency) Forget(i int) error {
 	return nil
 }
 
-func (s *Latency) sync(i int) {
+func (s *latency) sync(i int) {
 	switch {
 	case !s.eligible(i):
 		s.h.remove(i)
@@ -189,7 +189,7 @@ func (s *Latency) sync(i int) {
 	}
 }
 
-func (s *Latency) reorder() {
+func (s *latency) reorder() {
 	s.order = s.order[:0]
 	for i := range s.weight {
 		if s.eligible(i) {
@@ -199,7 +199,7 @@ func (s *Latency) reorder() {
 }
 
 // check verifies the heap; tests call it.
-func (s *Latency) check() error { return s.h.check() }
+func (s *latency) check() error { return s.h.check() }
 
 // Traits: completions and their times both count (the latency average).
-func (s *Latency) Traits() Traits { return Traits{} }
+func (s *latency) Traits() Traits { return Traits{} }

@@ -50,7 +50,7 @@ func simulate(t *testing.T, s Strategy, svc []time.Duration, c, n int) []int {
 
 func TestLatencyPrefersFasterMembers(t *testing.T) {
 	svc := []time.Duration{4 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}
-	s, err := NewLatency(Equal(3))
+	s, err := newLatency(Equal(3))
 	require.NoError(t, err)
 	counts := simulate(t, s, svc, 8, 20000)
 	assert.Greater(t, counts[1], counts[2], "%v", counts)
@@ -60,14 +60,14 @@ func TestLatencyPrefersFasterMembers(t *testing.T) {
 	require.NoError(t, s.check())
 
 	// For contrast, round-robin ignores speed.
-	rr, err := NewRoundRobin(Equal(3))
+	rr, err := newRoundRobin(Equal(3))
 	require.NoError(t, err)
 	even := simulate(t, rr, svc, 8, 20000)
 	assert.InDelta(t, even[0], even[1], 2)
 }
 
 func TestLatencyProbesNewMembers(t *testing.T) {
-	s, err := NewLatency(Equal(2))
+	s, err := newLatency(Equal(2))
 	require.NoError(t, err)
 	for range 100 {
 		i := s.Pick(0)

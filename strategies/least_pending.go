@@ -7,13 +7,13 @@ import (
 )
 
 func init() {
-	register("least-pending", func(w []int, o ...Option) (Strategy, error) { return NewLeastPending(w, o...) })
+	register("least-pending", func(w []int, o ...Option) (Strategy, error) { return newLeastPending(w, o...) })
 }
 
-// LeastPending is Pike's heap load balancer: the member with the fewest
-// pending requests wins, ties go round-robin (the member picked longest ago
-// wins). Pick counts the request pending on the member until Done. Weights
-// only gate membership: weight 0 drains a member.
+// leastPending, registered as "least-pending", is Pike's heap load balancer:
+// the member with the fewest pending requests wins, ties go round-robin (the
+// member picked longest ago wins). Pick counts the request pending on the
+// member until Done. Weights only gate membership: weight 0 drains a member.
 //
 // The heap is a 4-ary indexed heap keyed by one word, pending count above
 // the tick of the member's last pick, so a comparison is one instruction
@@ -24,7 +24,7 @@ func init() {
 //
 // Pick and Done cost O(log n) and allocate nothing. Not safe for concurrent
 // use.
-type LeastPending struct {
+type leastPending struct {
 	members
 	ent  []lpEntry
 	h    heap[uint64, branches]
@@ -50,11 +50,11 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*LeastPending)(nil)
+} = (*leastPending)(nil)
 
-// NewLeastPending returns a least-pending strategy over members with the
+// newLeastPending returns a least-pending strategy over members with the
 // given weights.
-func NewLeastPending(weights []int, opts ...Option) (*LeastPending, error) {
+func newLeastPending(weights []int, opts ...Option) (*leastPending, error) {
 	if _, err := uses("least-pending", opts); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func NewLeastPending(weights []int, opts ...Option) (*LeastPending, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &LeastPending{members: m, ent: make([]lpEntry, len(weights))}
+	s := &leastPending{members: m, ent: make([]lpEntry, len(weights))}
 	s.h.e = make([]hent[uint64], 0, len(weights))
 	for i := range s.ent {
 		// Start ties in index order: member 0 first.
@@ -79,7 +79,7 @@ func NewLeastPending(weights []int, opts ...Option) (*LeastPending, error) {
 
 // Pick returns the member with the fewest pending requests and counts one
 // more pending on it.
-func (s *LeastPending) Pick(uint64) int {
+func (s *leastPending) Pick(uint64) int {
 	if s.tick >= lpMaxTick {
 		s.renumber()
 	}
@@ -94,7 +94,7 @@ func (s *LeastPending) Pick(uint64) int {
 }
 
 // Done counts one request of member i as no longer pending.
-func (s *LeastPending) Done(i int, _ time.Duration) {
+func (s *leastPending) Done(i int, _ time.Duration) {
 	if i < 0 || i >= len(s.ent) || s.ent[i].pending == 0 {
 		return
 	}
@@ -106,7 +106,7 @@ func (s *LeastPending) Done(i int, _ time.Duration) {
 }
 
 // DoneN is n calls of Done(i, elapsed) with one heap fix.
-func (s *LeastPending) DoneN(i, n int, _ time.Duration) {
+func (s *leastPending) DoneN(i, n int, _ time.Duration) {
 	if i < 0 || i >= len(s.ent) || s.ent[i].pending == 0 || n <= 0 {
 		return
 	}
@@ -118,7 +118,7 @@ func (s *LeastPending) DoneN(i, n int, _ time.Duration) {
 }
 
 // Pending returns member i's pending count as the strategy sees it.
-func (s *LeastPending) Pending(i int) int {
+func (s *leastPending) Pending(i int) int {
 	if i < 0 || i >= len(s.ent) {
 		return 0
 	}
@@ -128,7 +128,7 @@ func (s *LeastPending) Pending(i int) int {
 // Add adds a member; it starts with no pending requests (at a forgotten
 // index too), so it takes the next picks until it catches up with the
 // others, as a fresh worker should.
-func (s *LeastPending) Add(weight int) (int, error) {
+func (s *leastPending) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -143,7 +143,7 @@ func (s *LeastPending) Add(weight int) (int, error) {
 }
 
 // Remove takes member i out of the heap; it is never picked again.
-func (s *LeastPending) Remove(i int) error {
+func (s *leastPending) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (s *LeastPending) Remove(i int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter);
 // a removed member is in no heap, so it costs O(log n).
-func (s *LeastPending) Forget(i int) error {
+func (s *leastPending) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (s *LeastPending) Forget(i int) error {
 
 // SetWeight changes i's weight; 0 takes it out of the heap, positive puts it
 // back with the pending count it has.
-func (s *LeastPending) SetWeight(i, weight int) error {
+func (s *leastPending) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *LeastPending) SetWeight(i, weight int) error {
 }
 
 // sync puts member i in the heap or takes it out to match eligibility.
-func (s *LeastPending) sync(i int) {
+func (s *leastPending) sync(i int) {
 	switch in := s.h.has(i); {
 	case s.eligible(i) && !in:
 		s.h.push(i, s.ent[i].key())
@@ -183,7 +183,7 @@ func (s *LeastPending) sync(i int) {
 
 // renumber replaces every tick by its rank among all members' ticks, once
 // in 2^40 picks: the order, and so the heap, stays as it was.
-func (s *LeastPending) renumber() {
+func (s *leastPending) renumber() {
 	idx := make([]int, len(s.ent))
 	for i := range idx {
 		idx[i] = i
@@ -199,7 +199,7 @@ func (s *LeastPending) renumber() {
 }
 
 // check verifies the heap; tests call it.
-func (s *LeastPending) check() error { return s.h.check() }
+func (s *leastPending) check() error { return s.h.check() }
 
 // Traits: completions count, their times do not.
-func (s *LeastPending) Traits() Traits { return Traits{IgnoresElapsed: true} }
+func (s *leastPending) Traits() Traits { return Traits{IgnoresElapsed: true} }

@@ -3,19 +3,19 @@ package strategies
 import "time"
 
 func init() {
-	register("least-requests", func(w []int, o ...Option) (Strategy, error) { return NewLeastRequests(w, o...) })
+	register("least-requests", func(w []int, o ...Option) (Strategy, error) { return newLeastRequests(w, o...) })
 }
 
-// LeastRequests is skipper's leastRequests (zalando/skipper v0.27.53): the
-// member with the lowest pending/weight wins, and ties go in smooth weighted
-// order, so with equal weights and nothing pending it is round-robin.
-// skipper scans every endpoint, O(n) (437 µs at 10 000); this keeps the
-// members with requests pending in a 4-ary indexed heap keyed by
-// (pending·⌊2^40/w⌋, window end), so the ratio is compared without
-// division (lr_busy.go).
+// leastRequests, registered as "least-requests", is skipper's leastRequests
+// (zalando/skipper v0.27.53): the member with the lowest pending/weight
+// wins, and ties go in smooth weighted order, so with equal weights and
+// nothing pending it is round-robin. skipper scans every endpoint, O(n)
+// (437 µs at 10 000); this keeps the members with requests pending in a 4-ary
+// indexed heap keyed by (pending·⌊2^40/w⌋, window end), so the ratio is
+// compared without division (lr_busy.go).
 //
 // Members with nothing pending tie on load 0, below any busy member, and go
-// in swrr's order: an SWRR over the same weights decides among them, and a
+// in swrr's order: a swrr over the same weights decides among them, and a
 // member that is busy when its turn comes is held out of that order until
 // it is idle again (swrr_hold.go), when it resumes its window, or takes a
 // fresh one if that ended meanwhile (no burst of missed turns). When every
@@ -23,7 +23,7 @@ func init() {
 // exactly swrr's, membership changes included: lag below 1 without
 // changes, and counted from any change (Add, Remove, SetWeight) against
 // the new weights below 2 (worst 1.98 in the tests' random sequences; see
-// SWRR).
+// swrr).
 //
 // Pick and Done allocate nothing. A pick of an idle member is swrr's pick,
 // O(log n), plus a push onto the busy heap, its Done the removal; a busy
@@ -34,8 +34,8 @@ func init() {
 // members' weight is below about 1/64 of W does a pick scan every member,
 // O(n). A membership change costs O(n), as swrr's does. Not safe for
 // concurrent use.
-type LeastRequests struct {
-	tie  SWRR // the tie order among idle members, and the membership
+type leastRequests struct {
+	tie  swrr // the tie order among idle members, and the membership
 	ent  []lrEnt
 	busy heap[pair, borrows] // eligible members with requests pending
 	idle int                 // eligible members with nothing pending
@@ -50,26 +50,26 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*LeastRequests)(nil)
+} = (*leastRequests)(nil)
 
-// NewLeastRequests returns a least-requests strategy over members with the
+// newLeastRequests returns a least-requests strategy over members with the
 // given weights.
-func NewLeastRequests(weights []int, opts ...Option) (*LeastRequests, error) {
+func newLeastRequests(weights []int, opts ...Option) (*leastRequests, error) {
 	if _, err := uses("least-requests", opts); err != nil {
 		return nil, err
 	}
-	tie, err := NewSWRR(weights)
+	tie, err := newSWRR(weights)
 	if err != nil {
 		return nil, err
 	}
-	s := &LeastRequests{tie: *tie}
+	s := &leastRequests{tie: *tie}
 	s.relayout()
 	return s, nil
 }
 
 // Pick returns the member with the lowest pending/weight and counts one more
 // pending on it.
-func (s *LeastRequests) Pick(uint64) int {
+func (s *leastRequests) Pick(uint64) int {
 	if s.idle == 0 {
 		i := int(s.busy.top().idx)
 		s.ent[i].pending++
@@ -90,7 +90,7 @@ func (s *LeastRequests) Pick(uint64) int {
 }
 
 // Done counts one request of member i as no longer pending.
-func (s *LeastRequests) Done(i int, _ time.Duration) {
+func (s *leastRequests) Done(i int, _ time.Duration) {
 	if !s.tie.has(i) || s.ent[i].pending == 0 {
 		return
 	}
@@ -108,7 +108,7 @@ func (s *LeastRequests) Done(i int, _ time.Duration) {
 }
 
 // Pending returns member i's pending count as the strategy sees it.
-func (s *LeastRequests) Pending(i int) int {
+func (s *leastRequests) Pending(i int) int {
 	if !s.tie.has(i) {
 		return 0
 	}
@@ -116,16 +116,16 @@ func (s *LeastRequests) Pending(i int) int {
 }
 
 // Weight returns member i's weight, or 0 when it is not a member.
-func (s *LeastRequests) Weight(i int) int { return s.tie.Weight(i) }
+func (s *leastRequests) Weight(i int) int { return s.tie.Weight(i) }
 
 // Len returns one more than the highest index in use: present, or removed
 // and not yet forgotten.
-func (s *LeastRequests) Len() int { return s.tie.Len() }
+func (s *leastRequests) Len() int { return s.tie.Len() }
 
 // Add adds a member. It starts with nothing pending, so it takes picks until
 // its load matches the others', as a fresh worker should; among ties its
 // first window opens now and lasts W/w picks, as in swrr.
-func (s *LeastRequests) Add(weight int) (int, error) {
+func (s *leastRequests) Add(weight int) (int, error) {
 	i, err := s.tie.Add(weight)
 	if err != nil {
 		return 0, err
@@ -138,7 +138,7 @@ func (s *LeastRequests) Add(weight int) (int, error) {
 }
 
 // Remove takes member i out; its completions are ignored from now on.
-func (s *LeastRequests) Remove(i int) error {
+func (s *leastRequests) Remove(i int) error {
 	if err := s.tie.Remove(i); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *LeastRequests) Remove(i int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter),
 // in O(log n).
-func (s *LeastRequests) Forget(i int) error {
+func (s *leastRequests) Forget(i int) error {
 	if err := s.tie.Forget(i); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *LeastRequests) Forget(i int) error {
 }
 
 // SetWeight changes i's weight, keeping its pending count; 0 drains it.
-func (s *LeastRequests) SetWeight(i, weight int) error {
+func (s *leastRequests) SetWeight(i, weight int) error {
 	if err := s.tie.SetWeight(i, weight); err != nil {
 		return err
 	}
@@ -167,4 +167,4 @@ func (s *LeastRequests) SetWeight(i, weight int) error {
 }
 
 // Traits: completions count, their times do not.
-func (s *LeastRequests) Traits() Traits { return Traits{IgnoresElapsed: true} }
+func (s *leastRequests) Traits() Traits { return Traits{IgnoresElapsed: true} }

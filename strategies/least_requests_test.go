@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,9 +26,9 @@ func TestLeastRequestsTiesAreSWRR(t *testing.T) {
 			w[i] = wmin + g.IntN(wmax-wmin+1)
 		}
 		w[0]++
-		lr, err := NewLeastRequests(w)
+		lr, err := newLeastRequests(w)
 		require.NoError(t, err)
-		sw, err := NewSWRR(w)
+		sw, err := newSWRR(w)
 		require.NoError(t, err)
 		require.Equal(t, round == 0, lr.tie.wide, "round %d", round)
 		for k := range 2000 {
@@ -78,7 +79,7 @@ func TestLeastRequestsFewestPendingWins(t *testing.T) {
 				weight[i] = tc.wmin + g.IntN(tc.wmax-tc.wmin+1)
 			}
 			weight[0]++
-			s, err := NewLeastRequests(weight)
+			s, err := newLeastRequests(weight)
 			require.NoError(t, err)
 			require.Equal(t, tc.wmin > 0, s.tie.wide)
 			var out []int
@@ -149,7 +150,7 @@ func TestLeastRequestsFewestPendingWins(t *testing.T) {
 // windows, so the newcomer may take two picks in a row (lag 1).
 func TestLeastRequestsBusyMemberDoesNotBurst(t *testing.T) {
 	w := []int{5, 1, 2, 2}
-	s, err := NewLeastRequests(w)
+	s, err := newLeastRequests(w)
 	require.NoError(t, err)
 	stuck := s.Pick(0)
 	for range 1000 {
@@ -163,6 +164,6 @@ func TestLeastRequestsBusyMemberDoesNotBurst(t *testing.T) {
 		p[k] = s.Pick(0)
 		s.Done(p[k], 0)
 	}
-	require.Less(t, MaxLag(w, p), 2.0, "picks after the busy member's return: %v", p)
+	require.Less(t, lag.Max(w, p), 2.0, "picks after the busy member's return: %v", p)
 	require.NoError(t, s.check())
 }

@@ -14,14 +14,14 @@ package strategies
 const lrMaxPending = 1 << 23
 
 // load returns member i's load key.
-func (s *LeastRequests) load(i int) uint64 {
+func (s *leastRequests) load(i int) uint64 {
 	e := &s.ent[i]
 	return min(e.pending, lrMaxPending) * e.inv
 }
 
 // relayout brings the per-member state to the current membership after a
 // change and rebuilds the busy heap, in O(n).
-func (s *LeastRequests) relayout() {
+func (s *leastRequests) relayout() {
 	n := s.tie.Len()
 	for len(s.ent) < n {
 		s.ent = append(s.ent, lrEnt{})
@@ -51,7 +51,7 @@ func (s *LeastRequests) relayout() {
 
 // check verifies swrr's order, the busy heap's keys and who is where;
 // tests call it.
-func (s *LeastRequests) check() error {
+func (s *leastRequests) check() error {
 	if err := s.tie.check(); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register("nginx-swrr", func(w []int, o ...Option) (Strategy, error) { return NewNginxSWRR(w, o...) })
+	register("nginx-swrr", func(w []int, o ...Option) (Strategy, error) { return newNginxSWRR(w, o...) })
 }
 
 // nginxMaxMembers bounds the members present at once (drained ones
@@ -23,19 +23,19 @@ const nginxMaxMembers = 1 << 20
 // debts up; it keeps every number small whatever the history of changes.
 const nginxCarry = 2
 
-// NginxSWRR is nginx's smooth weighted round-robin, exactly: the rule of
-// ngx_http_upstream_get_peer in nginx's round-robin upstream module. On
-// every pick each eligible member's current weight grows by its weight,
-// the member with the largest current weight wins (ties to the lowest
-// index) and its current weight drops by W, the sum of the weights. With
-// 5,1,1 that is a a b a c a a, the order nginx and ports of its rule
-// give, which configurations carried over from them may rely on. swrr,
-// whose windows bound every member's lag below one pick, gives
-// a a a b a c a instead.
+// nginxSWRR, registered as "nginx-swrr", is nginx's smooth weighted
+// round-robin, exactly: the rule of ngx_http_upstream_get_peer in nginx's
+// round-robin upstream module. On every pick each eligible member's current
+// weight grows by its weight, the member with the largest current weight
+// wins (ties to the lowest index) and its current weight drops by W, the sum
+// of the weights. With 5,1,1 that is a a b a c a a, the order nginx and
+// ports of its rule give, which configurations carried over from them may
+// rely on. swrr, whose windows bound every member's lag below one pick,
+// gives a a a b a c a instead.
 //
 // nginx's effective weight, which it lowers after a failed request and
 // raises back by one a pick, is the weight here: failures are the
-// caller's to report, with SetWeight or a SlowStart ramp.
+// caller's to report, with SetWeight or a slow start ramp.
 //
 // Without changes, current weights always sum to 0, so a member's current
 // weight over W is the number of picks it is owed: its share of the picks
@@ -61,7 +61,7 @@ const nginxCarry = 2
 // O(log n), is the choice unless the order must be nginx's. A
 // membership change costs O(n) plus a sort of the rounding remainders. At
 // most 2^20 members may be present at once. Not safe for concurrent use.
-type NginxSWRR struct {
+type nginxSWRR struct {
 	members
 	// The eligible members in index order, as parallel arrays so that a
 	// pick streams through two of them.
@@ -78,11 +78,11 @@ var _ interface {
 	Forgetter
 	Declarer
 	Cyclic
-} = (*NginxSWRR)(nil)
+} = (*nginxSWRR)(nil)
 
-// NewNginxSWRR returns nginx's smooth weighted round-robin over members
+// newNginxSWRR returns nginx's smooth weighted round-robin over members
 // with the given weights.
-func NewNginxSWRR(weights []int, opts ...Option) (*NginxSWRR, error) {
+func newNginxSWRR(weights []int, opts ...Option) (*nginxSWRR, error) {
 	if _, err := uses("nginx-swrr", opts); err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func NewNginxSWRR(weights []int, opts ...Option) (*NginxSWRR, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &NginxSWRR{members: m}
+	s := &nginxSWRR{members: m}
 	for i, w := range weights {
 		if w > 0 {
 			s.cw = append(s.cw, 0)
@@ -105,7 +105,7 @@ func NewNginxSWRR(weights []int, opts ...Option) (*NginxSWRR, error) {
 }
 
 // Pick returns the member nginx's rule picks.
-func (s *NginxSWRR) Pick(uint64) int {
+func (s *nginxSWRR) Pick(uint64) int {
 	cw := s.cw
 	w := s.w[:len(cw)]
 	best := 0
@@ -123,11 +123,11 @@ func (s *NginxSWRR) Pick(uint64) int {
 }
 
 // Done is a no-op: nginx-swrr ignores completions.
-func (s *NginxSWRR) Done(int, time.Duration) {}
+func (s *nginxSWRR) Done(int, time.Duration) {}
 
 // Add adds a member; it is owed nothing, so it neither waits for nor
 // bursts to catch up with the picks made before it came.
-func (s *NginxSWRR) Add(weight int) (int, error) {
+func (s *nginxSWRR) Add(weight int) (int, error) {
 	if s.present >= nginxMaxMembers {
 		return 0, fmt.Errorf("%w: %d members present (max %d)", ErrTooLarge, s.present, nginxMaxMembers)
 	}
@@ -144,7 +144,7 @@ func (s *NginxSWRR) Add(weight int) (int, error) {
 }
 
 // Remove removes member i; what it was owed is shared by the others.
-func (s *NginxSWRR) Remove(i int) error {
+func (s *nginxSWRR) Remove(i int) error {
 	oldW := int64(s.total)
 	if err := s.remove(i); err != nil {
 		return err
@@ -156,7 +156,7 @@ func (s *NginxSWRR) Remove(i int) error {
 
 // SetWeight changes i's weight, keeping what it is owed in picks; 0 drains
 // it as a Remove would, and coming back it is owed nothing.
-func (s *NginxSWRR) SetWeight(i, weight int) error {
+func (s *nginxSWRR) SetWeight(i, weight int) error {
 	oldW := int64(s.total)
 	if err := s.setWeight(i, weight); err != nil {
 		return err
@@ -176,11 +176,11 @@ func (s *NginxSWRR) SetWeight(i, weight int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // A removed member is not among the eligible ones, so it costs O(log n).
-func (s *NginxSWRR) Forget(i int) error { return s.forget(i) }
+func (s *nginxSWRR) Forget(i int) error { return s.forget(i) }
 
 // insert puts member i, owed nothing, in the eligible arrays at its place
 // in index order.
-func (s *NginxSWRR) insert(i, weight int) {
+func (s *nginxSWRR) insert(i, weight int) {
 	p, _ := slices.BinarySearch(s.id, int32(i))
 	s.cw = slices.Insert(s.cw, p, 0)
 	s.w = slices.Insert(s.w, p, int64(weight))
@@ -188,7 +188,7 @@ func (s *NginxSWRR) insert(i, weight int) {
 }
 
 // drop takes member i out of the eligible arrays, if it is there.
-func (s *NginxSWRR) drop(i int) {
+func (s *nginxSWRR) drop(i int) {
 	if p, found := slices.BinarySearch(s.id, int32(i)); found {
 		s.cw = slices.Delete(s.cw, p, p+1)
 		s.w = slices.Delete(s.w, p, p+1)
@@ -211,7 +211,7 @@ func (s *NginxSWRR) drop(i int) {
 // falls below the lower of −W and the lowest one after the change (the
 // winner's is at least W/n before it drops by W, the others only grow)
 // and, as they sum to 0, none rises above n′ times that: below 2^63.
-func (s *NginxSWRR) rescale(oldW int64) {
+func (s *nginxSWRR) rescale(oldW int64) {
 	newW := int64(s.total)
 	n := int64(len(s.cw))
 	var c int64
@@ -268,7 +268,7 @@ func mulFloorDiv(a int64, b, d uint64) (int64, uint64) {
 }
 
 // check verifies the invariants a change must keep; tests call it.
-func (s *NginxSWRR) check() error {
+func (s *nginxSWRR) check() error {
 	var sum, w int64
 	for k, x := range s.cw {
 		sum += x
@@ -284,9 +284,9 @@ func (s *NginxSWRR) check() error {
 }
 
 // Traits: a cycle of picks; completions do nothing.
-func (s *NginxSWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+func (s *nginxSWRR) Traits() Traits { return Traits{IgnoresDone: true} }
 
 // Cycle is W/g picks, W the sum of the weights and g their greatest
 // common divisor: after W/g picks from the constructor's state every
 // current weight is back to 0.
-func (s *NginxSWRR) Cycle() int { return weightCycle(&s.members) }
+func (s *nginxSWRR) Cycle() int { return weightCycle(&s.members) }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,7 +53,7 @@ func TestNginxSWRRAddKeepsDebtInPicks(t *testing.T) {
 		w2 := append(append([]int(nil), w...), sum(w))
 		want := append(before, nginxFrom(w2, append(cur, 0), 3*sum(w2))...)
 
-		s, err := NewNginxSWRR(w)
+		s, err := newNginxSWRR(w)
 		require.NoError(t, err)
 		got := picksOf(s, k)
 		_, err = s.Add(sum(w))
@@ -68,7 +69,7 @@ func TestNginxSWRRAddKeepsDebtInPicks(t *testing.T) {
 func TestNginxSWRRRescaleRule(t *testing.T) {
 	g := rand.New(rand.NewPCG(3, 14))
 	r := newChangeRun(t, "nginx-swrr", []int{40, 1, 7, 7, 100})
-	s := r.s.(*NginxSWRR)
+	s := r.s.(*nginxSWRR)
 	for change := 0; change < 400; {
 		r.picks(g.IntN(300))
 		oldW := int64(s.total)
@@ -105,7 +106,7 @@ func TestNginxSWRRRescaleRule(t *testing.T) {
 // Debts beyond nginxCarry picks, which only changes can pile up, are cut
 // to it at the next change, and the current weights still sum to 0.
 func TestNginxSWRRCarryIsBounded(t *testing.T) {
-	s, err := NewNginxSWRR([]int{3, 1, 1, 5})
+	s, err := newNginxSWRR([]int{3, 1, 1, 5})
 	require.NoError(t, err)
 	W := int64(s.total)
 	copy(s.cw, []int64{9 * W, -4 * W, 1, -5*W - 1})
@@ -138,7 +139,7 @@ func TestNginxSWRRNoBurstAfterChange(t *testing.T) {
 			r.picks(k)
 			require.True(t, r.change(tc.op, tc.i, tc.to))
 			after := r.picks(3 * sum(r.weight))
-			lag := MaxLag(r.weight, after)
+			lag := lag.Max(r.weight, after)
 			require.Less(t, lag, nginxBurstBound, "%v, %d picks, change %d(%d, %d)", tc.w, k, tc.op, tc.i, tc.to)
 			worst = max(worst, lag)
 			if k == 0 && tc.op == 1 {
@@ -198,7 +199,7 @@ func TestNginxSWRRLagAfterRandomChanges(t *testing.T) {
 // two weights at each pick, the others still get their shares.
 func TestNginxSWRRFlappingStarvesNobody(t *testing.T) {
 	w := []int{10, 3, 1, 1}
-	s, err := NewNginxSWRR(w)
+	s, err := newNginxSWRR(w)
 	require.NoError(t, err)
 	counts := make([]int, len(w))
 	const n = 20000

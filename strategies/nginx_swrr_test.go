@@ -12,7 +12,7 @@ import (
 // nginxReference is ngx_http_upstream_get_peer's loop as nginx writes it,
 // with no failures (the effective weight is the weight) and a weight of 0
 // standing for a peer that is down: it neither gains nor counts in total.
-// It is the test oracle for NginxSWRR, kept as close to the C as Go allows.
+// It is the test oracle for nginxSWRR, kept as close to the C as Go allows.
 func nginxReference(weights []int, picks int) []int {
 	return nginxFrom(weights, make([]int, len(weights)), picks)
 }
@@ -34,7 +34,7 @@ func TestNginxSWRRPinned(t *testing.T) {
 		// A drained member gains nothing and is skipped: 5,1,1 again.
 		{[]int{5, 0, 1, 1}, []int{0, 0, 2, 0, 3, 0, 0}},
 	} {
-		s, err := NewNginxSWRR(tc.weights)
+		s, err := newNginxSWRR(tc.weights)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, picksOf(s, len(tc.want)), "%v", tc.weights)
 		byName, err := New("nginx-swrr", tc.weights)
@@ -54,7 +54,7 @@ func TestNginxSWRRIsNginxOnRandomWeights(t *testing.T) {
 		}
 		w[r.IntN(len(w))]++
 		n := 3*sum(w) + r.IntN(50)
-		s, err := NewNginxSWRR(w)
+		s, err := newNginxSWRR(w)
 		require.NoError(t, err)
 		require.Equal(t, nginxReference(w, n), picksOf(s, n), "weights %v", w)
 		require.NoError(t, s.check())
@@ -62,7 +62,7 @@ func TestNginxSWRRIsNginxOnRandomWeights(t *testing.T) {
 }
 
 func TestNginxSWRRPickAllocatesNothing(t *testing.T) {
-	s, err := NewNginxSWRR([]int{5, 1, 1, 30, 7, 0, 2})
+	s, err := newNginxSWRR([]int{5, 1, 1, 30, 7, 0, 2})
 	require.NoError(t, err)
 	seen := map[int]bool{}
 	allocs := testing.AllocsPerRun(1000, func() { seen[s.Pick(0)] = false })
@@ -80,26 +80,26 @@ func TestNginxSWRRErrors(t *testing.T) {
 		{[]int{0, 0}, ErrAllZero},
 		{[]int{1, MaxWeight + 1}, ErrTooLarge},
 	} {
-		_, err := NewNginxSWRR(tc.weights)
+		_, err := newNginxSWRR(tc.weights)
 		require.ErrorIs(t, err, tc.want, "%v", tc.weights)
-		_, swrrErr := NewSWRR(tc.weights)
+		_, swrrErr := newSWRR(tc.weights)
 		assert.Equal(t, swrrErr.Error(), err.Error(), "same error as swrr for %v", tc.weights)
 	}
-	_, err := NewNginxSWRR([]int{1}, WithVirtualNodes(10))
+	_, err := newNginxSWRR([]int{1}, WithVirtualNodes(10))
 	require.ErrorIs(t, err, ErrBadOption)
-	_, err = NewNginxSWRR([]int{1}, WithSeed(3))
+	_, err = newNginxSWRR([]int{1}, WithSeed(3))
 	require.NoError(t, err, "WithSeed is accepted by every strategy")
 
 	w := make([]int, nginxMaxMembers)
 	w[7] = 1
-	s, err := NewNginxSWRR(w)
+	s, err := newNginxSWRR(w)
 	require.NoError(t, err)
 	_, err = s.Add(1)
 	require.ErrorIs(t, err, ErrTooLarge, "a member beyond the bound of the arithmetic")
 	require.NoError(t, s.Remove(3))
 	_, err = s.Add(1)
 	require.NoError(t, err, "a removed member makes room")
-	_, err = NewNginxSWRR(append(w, 1))
+	_, err = newNginxSWRR(append(w, 1))
 	require.ErrorIs(t, err, ErrTooLarge)
 }
 
@@ -108,7 +108,7 @@ func TestNginxSWRRErrors(t *testing.T) {
 func TestNginxSWRRNeutralChanges(t *testing.T) {
 	w := []int{7, 3, 3, 1}
 	want := nginxReference(w, 60)
-	s, err := NewNginxSWRR(w)
+	s, err := newNginxSWRR(w)
 	require.NoError(t, err)
 	got := picksOf(s, 25)
 	require.NoError(t, s.SetWeight(1, 3)) // the same weight

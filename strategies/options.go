@@ -9,7 +9,7 @@ import (
 // option it has no use for with an error matching ErrBadOption (WithSeed
 // is accepted by every one: a strategy with no randomness has nothing to
 // seed, which is not a setting lost). WithSlowStart is taken only by New
-// and NewSlowStart.
+// and NewSlowStart; New lists which strategy takes which of the others.
 type Option interface{ apply(*config) }
 
 type config struct {
@@ -18,7 +18,7 @@ type config struct {
 	virtualNodes int
 	loadFactor   float64
 	decay        float64
-	slowStart    *slowStart
+	slowStart    *slowStartConfig
 	set          []string // the options given, by name, for uses
 }
 
@@ -67,13 +67,26 @@ func WithDecay(a float64) Option {
 	return optionFunc(func(c *config) { c.decay = a; c.set = append(c.set, "WithDecay") })
 }
 
-// WithSlowStart makes New wrap the strategy it builds in a SlowStart, so
-// that members that join or come back from weight 0 ramp from floor·w to w
-// over window (see NewSlowStart; a bad value is an error of New matching
-// ErrBadOption). Constructors called directly (NewSWRR, ...) refuse it.
+// WithSlowStart makes New wrap the strategy it builds so that a member
+// that joins (Add) or comes back (SetWeight from 0) takes an effective
+// weight of floor·w, raised to its weight w over window along Envoy's
+// curve w·max(floor, (t/window)^(1/aggression)): floor in (0, 1],
+// aggression > 0, 1 linear, above 1 climbing fast then flattening. A bad
+// value is an error of New matching ErrBadOption.
+//
+// The ramp takes 16 steps, each a SetWeight of the wrapped strategy made by
+// the Pick that finds it due, so the wrapped strategy's guarantee after a
+// change holds at every step and the last step sets w exactly. Members
+// present at construction take their weight at once; a change between two
+// positive weights applies at once unless the member is ramping, when the
+// ramp goes on towards the new weight. Weights are scaled by 64 inside, so
+// weights above MaxWeight/64 are ErrTooLarge under slow start. The result's
+// Traits are the wrapped strategy's less Concurrent (Pick steps the ramps),
+// it is a BatchDone, and a Weight(i int) int method reports the configured
+// weight, never the effective one.
 func WithSlowStart(window Window, floor, aggression float64) Option {
 	return optionFunc(func(c *config) {
-		c.slowStart = &slowStart{window, floor, aggression}
+		c.slowStart = &slowStartConfig{window, floor, aggression}
 		c.set = append(c.set, "WithSlowStart")
 	})
 }

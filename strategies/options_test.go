@@ -9,7 +9,7 @@ import (
 
 // TestOptionsNeverIgnored: every constructor takes the options it uses and
 // refuses every other with ErrBadOption, naming the option; WithSeed is
-// taken by all; WithSlowStart only through New (or NewSlowStart).
+// taken by all; WithSlowStart only through New (or newSlowStart).
 func TestOptionsNeverIgnored(t *testing.T) {
 	used := map[string][]string{
 		"round-robin": {"WithRandomStart"}, "iwrr": {"WithRandomStart"},
@@ -40,6 +40,22 @@ func TestOptionsNeverIgnored(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadOption, "%s's constructor called directly cannot wrap itself", name)
 		s, err := New(name, Equal(3), ss)
 		require.NoError(t, err)
-		require.IsType(t, &SlowStart{}, s)
+		require.IsType(t, &slowStart{}, s)
+	}
+}
+
+// TestNewRefusalIsNil: a refused New returns a nil Strategy, not a typed
+// nil that compares non-nil, whichever way it fails.
+func TestNewRefusalIsNil(t *testing.T) {
+	for _, name := range Names() {
+		for what, opts := range map[string][]Option{
+			"no options":  nil,
+			"slow start":  {WithSlowStart(PickWindow(10), 0.5, 1)},
+			"bad options": {WithLoadFactor(0.5), WithDecay(2), WithRandomStart(true), WithVirtualNodes(1)},
+		} {
+			s, err := New(name, nil, opts...)
+			require.Error(t, err, "%s, %s", name, what)
+			require.True(t, s == nil, "%s, %s: %T", name, what, s)
+		}
 	}
 }

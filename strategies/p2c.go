@@ -3,10 +3,10 @@ package strategies
 import "time"
 
 func init() {
-	register("p2c", func(w []int, o ...Option) (Strategy, error) { return NewP2C(w, o...) })
+	register("p2c", func(w []int, o ...Option) (Strategy, error) { return newP2C(w, o...) })
 }
 
-// P2C is the power of two choices (Mitzenmacher 2001; Envoy's and gRPC's
+// p2c is the power of two choices (Mitzenmacher 2001; Envoy's and gRPC's
 // least-request with choice count 2): draw two members in proportion to
 // their weights and take the one with the lower pending/weight, compared as
 // pending_a·w_b < pending_b·w_a. A tie keeps the first draw, so with nothing
@@ -14,7 +14,7 @@ func init() {
 //
 // Pick costs O(1) (two alias-table draws) and allocates nothing; a
 // membership change costs O(n). Not safe for concurrent use.
-type P2C struct {
+type p2c struct {
 	members
 	tab     aliasTable
 	rng     rng
@@ -25,11 +25,11 @@ var _ interface {
 	Dynamic
 	Forgetter
 	Declarer
-} = (*P2C)(nil)
+} = (*p2c)(nil)
 
-// NewP2C returns a power-of-two-choices strategy over members with the given
+// newP2C returns a power-of-two-choices strategy over members with the given
 // weights.
-func NewP2C(weights []int, opts ...Option) (*P2C, error) {
+func newP2C(weights []int, opts ...Option) (*p2c, error) {
 	if _, err := uses("p2c", opts); err != nil {
 		return nil, err
 	}
@@ -37,14 +37,14 @@ func NewP2C(weights []int, opts ...Option) (*P2C, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &P2C{members: m, rng: newRNG(newConfig(opts).seed), pending: make([]int, len(weights))}
+	s := &p2c{members: m, rng: newRNG(newConfig(opts).seed), pending: make([]int, len(weights))}
 	s.tab.build(&s.members)
 	return s, nil
 }
 
 // Pick returns the less loaded of two weighted draws and counts one more
 // pending on it.
-func (s *P2C) Pick(uint64) int {
+func (s *p2c) Pick(uint64) int {
 	a := s.tab.sample(s.rng.uint64())
 	b := s.tab.sample(s.rng.uint64())
 	if s.pending[b]*s.weight[a] < s.pending[a]*s.weight[b] {
@@ -55,14 +55,14 @@ func (s *P2C) Pick(uint64) int {
 }
 
 // Done counts one request of member i as no longer pending.
-func (s *P2C) Done(i int, _ time.Duration) {
+func (s *p2c) Done(i int, _ time.Duration) {
 	if s.has(i) && s.pending[i] > 0 {
 		s.pending[i]--
 	}
 }
 
 // Pending returns member i's pending count as the strategy sees it.
-func (s *P2C) Pending(i int) int {
+func (s *p2c) Pending(i int) int {
 	if !s.has(i) {
 		return 0
 	}
@@ -70,7 +70,7 @@ func (s *P2C) Pending(i int) int {
 }
 
 // Add adds a member with nothing pending.
-func (s *P2C) Add(weight int) (int, error) {
+func (s *p2c) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -81,7 +81,7 @@ func (s *P2C) Add(weight int) (int, error) {
 }
 
 // Remove removes member i.
-func (s *P2C) Remove(i int) error {
+func (s *p2c) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *P2C) Remove(i int) error {
 }
 
 // SetWeight changes i's weight, keeping its pending count.
-func (s *P2C) SetWeight(i, weight int) error {
+func (s *p2c) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *P2C) SetWeight(i, weight int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // Only the eligible members are in the alias table, so it costs O(log n).
-func (s *P2C) Forget(i int) error {
+func (s *p2c) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -109,4 +109,4 @@ func (s *P2C) Forget(i int) error {
 }
 
 // Traits: completions count, their times do not.
-func (s *P2C) Traits() Traits { return Traits{IgnoresElapsed: true} }
+func (s *p2c) Traits() Traits { return Traits{IgnoresElapsed: true} }

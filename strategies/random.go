@@ -3,16 +3,16 @@ package strategies
 import "time"
 
 func init() {
-	register("random", func(w []int, o ...Option) (Strategy, error) { return NewRandom(w, o...) })
+	register("random", func(w []int, o ...Option) (Strategy, error) { return newRandom(w, o...) })
 }
 
-// Random picks an eligible member uniformly, ignoring weights other than 0
+// random picks an eligible member uniformly, ignoring weights other than 0
 // (drained), like brpc's "random". The draw is unbiased (Lemire's
 // multiply-shift with rejection) and repeatable under WithSeed.
 //
 // Pick costs O(1) and allocates nothing; a membership change costs O(n). Not
 // safe for concurrent use.
-type Random struct {
+type random struct {
 	members
 	order []int // eligible members
 	rng   rng
@@ -23,11 +23,11 @@ var _ interface {
 	Forgetter
 	Declarer
 	Sampler
-} = (*Random)(nil)
+} = (*random)(nil)
 
-// NewRandom returns a uniform random strategy over members with the given
+// newRandom returns a uniform random strategy over members with the given
 // weights.
-func NewRandom(weights []int, opts ...Option) (*Random, error) {
+func newRandom(weights []int, opts ...Option) (*random, error) {
 	if _, err := uses("random", opts); err != nil {
 		return nil, err
 	}
@@ -35,21 +35,21 @@ func NewRandom(weights []int, opts ...Option) (*Random, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Random{members: m, rng: newRNG(newConfig(opts).seed)}
+	s := &random{members: m, rng: newRNG(newConfig(opts).seed)}
 	s.rebuild()
 	return s, nil
 }
 
 // Pick returns a uniformly chosen eligible member.
-func (s *Random) Pick(uint64) int {
+func (s *random) Pick(uint64) int {
 	return s.order[s.rng.intn(uint64(len(s.order)))]
 }
 
 // Done is a no-op: random ignores completions.
-func (s *Random) Done(int, time.Duration) {}
+func (s *random) Done(int, time.Duration) {}
 
 // Add adds a member.
-func (s *Random) Add(weight int) (int, error) {
+func (s *random) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -59,7 +59,7 @@ func (s *Random) Add(weight int) (int, error) {
 }
 
 // Remove removes member i.
-func (s *Random) Remove(i int) error {
+func (s *random) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Random) Remove(i int) error {
 }
 
 // SetWeight changes i's weight; only 0 versus positive matters here.
-func (s *Random) SetWeight(i, weight int) error {
+func (s *random) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -78,9 +78,9 @@ func (s *Random) SetWeight(i, weight int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // Only the eligible members are in the draw, so it costs O(log n).
-func (s *Random) Forget(i int) error { return s.forget(i) }
+func (s *random) Forget(i int) error { return s.forget(i) }
 
-func (s *Random) rebuild() {
+func (s *random) rebuild() {
 	s.order = s.order[:0]
 	for i := range s.weight {
 		if s.eligible(i) {
@@ -90,12 +90,12 @@ func (s *Random) rebuild() {
 }
 
 // Traits: one random draw a pick; completions do nothing.
-func (s *Random) Traits() Traits { return Traits{IgnoresDone: true} }
+func (s *random) Traits() Traits { return Traits{IgnoresDone: true} }
 
 // NewRand returns a generator where the strategy's stands.
-func (s *Random) NewRand() *AtomicRand { return newAtomicRand(s.rng) }
+func (s *random) NewRand() *AtomicRand { return newAtomicRand(s.rng) }
 
 // PickFrom returns a uniformly chosen eligible member, drawn from r.
-func (s *Random) PickFrom(r *AtomicRand) int {
+func (s *random) PickFrom(r *AtomicRand) int {
 	return s.order[r.intn(uint64(len(s.order)))]
 }

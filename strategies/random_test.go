@@ -71,7 +71,7 @@ func TestAliasTableIsExact(t *testing.T) {
 
 // p2c sends less to a member that is slow to complete.
 func TestP2CAvoidsTheLoadedMember(t *testing.T) {
-	s, err := NewP2C(Equal(4), WithSeed(3))
+	s, err := newP2C(Equal(4), WithSeed(3))
 	require.NoError(t, err)
 	counts := make([]int, 4)
 	for range 20000 {

@@ -6,16 +6,16 @@ import (
 )
 
 func init() {
-	register("round-robin", func(w []int, o ...Option) (Strategy, error) { return NewRoundRobin(w, o...) })
+	register("round-robin", func(w []int, o ...Option) (Strategy, error) { return newRoundRobin(w, o...) })
 }
 
-// RoundRobin picks the eligible members in turn, ignoring weights other than
-// 0 (drained). With WithRandomStart it starts at a seeded random member, as
-// brpc's rr does, so that many clients do not all hit member 0 first. Counts
-// stay even to within one pick.
+// roundRobin, registered as "round-robin", picks the eligible members in
+// turn, ignoring weights other than 0 (drained). With WithRandomStart it
+// starts at a seeded random member, as brpc's rr does, so that many clients
+// do not all hit member 0 first. Counts stay even to within one pick.
 //
 // Pick costs O(1) and allocates nothing. Not safe for concurrent use.
-type RoundRobin struct {
+type roundRobin struct {
 	members
 	order []int // eligible members in index order
 	next  int   // position in order of the next pick
@@ -26,11 +26,11 @@ var _ interface {
 	Forgetter
 	Declarer
 	Cyclic
-} = (*RoundRobin)(nil)
+} = (*roundRobin)(nil)
 
-// NewRoundRobin returns a round-robin strategy over members with the given
+// newRoundRobin returns a round-robin strategy over members with the given
 // weights.
-func NewRoundRobin(weights []int, opts ...Option) (*RoundRobin, error) {
+func newRoundRobin(weights []int, opts ...Option) (*roundRobin, error) {
 	if _, err := uses("round-robin", opts, "WithRandomStart"); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func NewRoundRobin(weights []int, opts ...Option) (*RoundRobin, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &RoundRobin{members: m}
+	s := &roundRobin{members: m}
 	s.rebuild(-1)
 	if c := newConfig(opts); c.randomStart {
 		s.next = rand.New(rand.NewPCG(c.seed, 0x9e3779b97f4a7c15)).IntN(len(s.order))
@@ -47,7 +47,7 @@ func NewRoundRobin(weights []int, opts ...Option) (*RoundRobin, error) {
 }
 
 // Pick returns the next eligible member in turn.
-func (s *RoundRobin) Pick(uint64) int {
+func (s *roundRobin) Pick(uint64) int {
 	i := s.order[s.next]
 	s.next++
 	if s.next == len(s.order) {
@@ -57,10 +57,10 @@ func (s *RoundRobin) Pick(uint64) int {
 }
 
 // Done is a no-op: round-robin ignores completions.
-func (s *RoundRobin) Done(int, time.Duration) {}
+func (s *roundRobin) Done(int, time.Duration) {}
 
 // Add adds a member; it joins the turn at its index position.
-func (s *RoundRobin) Add(weight int) (int, error) {
+func (s *roundRobin) Add(weight int) (int, error) {
 	cur := s.order[s.next]
 	i, err := s.add(weight)
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *RoundRobin) Add(weight int) (int, error) {
 }
 
 // Remove removes member i from the turn.
-func (s *RoundRobin) Remove(i int) error {
+func (s *roundRobin) Remove(i int) error {
 	cur := s.order[s.next]
 	if err := s.remove(i); err != nil {
 		return err
@@ -81,7 +81,7 @@ func (s *RoundRobin) Remove(i int) error {
 }
 
 // SetWeight changes i's weight; only 0 versus positive matters here.
-func (s *RoundRobin) SetWeight(i, weight int) error {
+func (s *roundRobin) SetWeight(i, weight int) error {
 	cur := s.order[s.next]
 	if err := s.setWeight(i, weight); err != nil {
 		return err
@@ -92,11 +92,11 @@ func (s *RoundRobin) SetWeight(i, weight int) error {
 
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // Only the eligible members are in the turn, so it costs O(log n).
-func (s *RoundRobin) Forget(i int) error { return s.forget(i) }
+func (s *roundRobin) Forget(i int) error { return s.forget(i) }
 
 // rebuild recomputes the turn and resumes at the first eligible member at or
 // after cur, so a change neither repeats nor skips anyone.
-func (s *RoundRobin) rebuild(cur int) {
+func (s *roundRobin) rebuild(cur int) {
 	s.order = s.order[:0]
 	s.next = 0
 	for i := range s.weight {
@@ -113,7 +113,7 @@ func (s *RoundRobin) rebuild(cur int) {
 }
 
 // Traits: a cycle of picks; completions do nothing.
-func (s *RoundRobin) Traits() Traits { return Traits{IgnoresDone: true} }
+func (s *roundRobin) Traits() Traits { return Traits{IgnoresDone: true} }
 
 // Cycle is the number of members of positive weight: one turn.
-func (s *RoundRobin) Cycle() int { return len(s.order) }
+func (s *roundRobin) Cycle() int { return len(s.order) }

@@ -8,29 +8,30 @@ import (
 	"time"
 )
 
-// Slow start errors; each matches ErrBadOption too.
+// Slow start errors; each matches ErrBadOption, which is what callers
+// test (the messages say which setting was refused).
 var (
-	ErrSlowStartWindow     = fmt.Errorf("%w: slow start window", ErrBadOption)
-	ErrSlowStartFloor      = fmt.Errorf("%w: slow start floor", ErrBadOption)
-	ErrSlowStartAggression = fmt.Errorf("%w: slow start aggression", ErrBadOption)
-	ErrSlowStartNotDynamic = fmt.Errorf("%w: slow start needs a Dynamic strategy", ErrBadOption)
+	errSlowStartWindow     = fmt.Errorf("%w: slow start window", ErrBadOption)
+	errSlowStartFloor      = fmt.Errorf("%w: slow start floor", ErrBadOption)
+	errSlowStartAggression = fmt.Errorf("%w: slow start aggression", ErrBadOption)
+	errSlowStartNotDynamic = fmt.Errorf("%w: slow start needs a Dynamic strategy", ErrBadOption)
 )
 
-// SlowStartScale multiplies every weight given to the wrapped strategy.
+// slowStartScale multiplies every weight given to the wrapped strategy.
 // Weights are integers, so a weight-1 member at a floor of 0.1 needs room
 // below 1; scaling leaves every share as it was (swrr's sequence over k·w is
 // its sequence over w) and gives the ramp a resolution of 1/64 of the
-// smallest weight. The price: weights above MaxWeight/SlowStartScale are
-// ErrTooLarge under slow start.
-const SlowStartScale = 64
+// smallest weight. The price: weights above MaxWeight/64 are ErrTooLarge
+// under slow start (WithSlowStart says so).
+const slowStartScale = 64
 
-// SlowStartSteps bounds the weight changes of one ramp after the one that
+// slowStartSteps bounds the weight changes of one ramp after the one that
 // starts it: each is an O(n) SetWeight of the wrapped strategy, so a ramp
 // costs a fixed number of them however long its window.
-const SlowStartSteps = 16
+const slowStartSteps = 16
 
 // maxSpan bounds a window (in picks or nanoseconds, about 18 years) so that
-// a position times SlowStartSteps stays within 64 bits.
+// a position times slowStartSteps stays within 64 bits.
 const maxSpan = 1 << 59
 
 // Window is how long a slow start ramp lasts: a count of picks (PickWindow)
@@ -64,32 +65,32 @@ func TimeWindow(d time.Duration, now func() time.Time) Window {
 func (w Window) check() error {
 	switch {
 	case w.picks > maxSpan:
-		return fmt.Errorf("%w: %d picks (max %d)", ErrSlowStartWindow, w.picks, uint64(maxSpan))
+		return fmt.Errorf("%w: %d picks (max %d)", errSlowStartWindow, w.picks, uint64(maxSpan))
 	case w.picks > 0:
 		return nil
 	case w.now == nil && w.d == 0:
-		return fmt.Errorf("%w: zero Window or PickWindow of no picks", ErrSlowStartWindow)
+		return fmt.Errorf("%w: zero Window or PickWindow of no picks", errSlowStartWindow)
 	case w.d <= 0:
-		return fmt.Errorf("%w: duration %v is not positive", ErrSlowStartWindow, w.d)
+		return fmt.Errorf("%w: duration %v is not positive", errSlowStartWindow, w.d)
 	case w.now == nil:
-		return fmt.Errorf("%w: TimeWindow(%v) without a clock", ErrSlowStartWindow, w.d)
+		return fmt.Errorf("%w: TimeWindow(%v) without a clock", errSlowStartWindow, w.d)
 	case w.d > maxSpan:
-		return fmt.Errorf("%w: duration %v above %v", ErrSlowStartWindow, w.d, time.Duration(maxSpan))
+		return fmt.Errorf("%w: duration %v above %v", errSlowStartWindow, w.d, time.Duration(maxSpan))
 	}
 	return nil
 }
 
-// slowStart is WithSlowStart's configuration.
-type slowStart struct {
+// slowStartConfig is WithSlowStart's configuration.
+type slowStartConfig struct {
 	window            Window
 	floor, aggression float64
 }
 
-// SlowStart wraps a Dynamic strategy so that a member that joins (Add) or
+// slowStart wraps a Dynamic strategy so that a member that joins (Add) or
 // comes back (SetWeight from 0) takes an effective weight of floor·w, raised
 // to w over the window: w·max(floor, (t/window)^(1/aggression)), Envoy's
 // curve (aggression 1 is linear, above 1 climbs fast then flattens). The
-// ramp is sampled in SlowStartSteps steps, each a SetWeight of the wrapped
+// ramp is sampled in slowStartSteps steps, each a SetWeight of the wrapped
 // strategy made lazily by the Pick that finds it due, so the wrapped
 // strategy's guarantee after a change holds at every step (swrr: lag below 2
 // against the effective weights) and the last step sets w exactly: the
@@ -103,7 +104,7 @@ type slowStart struct {
 // Pick costs the wrapped strategy's Pick plus one comparison while no ramp
 // runs, a clock read (TimeWindow) while one does, and allocates nothing.
 // Not safe for concurrent use.
-type SlowStart struct {
+type slowStart struct {
 	inner       Dynamic
 	batch       BatchDone // inner, when it takes batches
 	window      Window
@@ -118,7 +119,7 @@ type SlowStart struct {
 	epoch  time.Time
 }
 
-// ramp is one member's slow start, at step k of SlowStartSteps since start.
+// ramp is one member's slow start, at step k of slowStartSteps since start.
 type ramp struct {
 	i        int
 	k, start uint64
@@ -129,22 +130,39 @@ var _ interface {
 	BatchDone
 	Forgetter
 	Declarer
-} = (*SlowStart)(nil)
+} = (*slowStart)(nil)
 
-// NewSlowStart builds the strategy with build over weights scaled by
-// SlowStartScale, with opts (but no WithSlowStart), and wraps it. floor is
-// the share of its weight a member starts at, in (0, 1]; aggression is
-// Envoy's, > 0 (1: linear). The built strategy must be Dynamic, else
-// ErrSlowStartNotDynamic; build is any Constructor, a custom one included.
-func NewSlowStart(build Constructor, weights []int, window Window, floor, aggression float64, opts ...Option) (*SlowStart, error) {
+// NewSlowStart is WithSlowStart over a strategy New does not know: it
+// builds the strategy with build (a custom constructor, which New has no
+// name for) over weights scaled by 64, with opts, and wraps it as
+// WithSlowStart describes. The built strategy must be Dynamic; that, and a
+// bad window, floor or aggression, is an error matching ErrBadOption. A
+// strategy of this package is built the same way by
+// New(name, weights, WithSlowStart(window, floor, aggression), opts...).
+//
+// It is exported for custom strategies only: slow start is a wrapper, and
+// a strategy written elsewhere (Declarer says how one declares its Traits)
+// has no other way into it. The result is also a BatchDone, a Forgetter
+// (forgetting only when the built strategy is one) and a Declarer.
+func NewSlowStart(build func(weights []int, opts ...Option) (Strategy, error), weights []int, window Window, floor, aggression float64, opts ...Option) (Dynamic, error) {
+	s, err := newSlowStart(build, weights, window, floor, aggression, opts...)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return s, nil
+}
+
+// newSlowStart is NewSlowStart, returning the wrapper itself for New and
+// the tests.
+func newSlowStart(build constructor, weights []int, window Window, floor, aggression float64, opts ...Option) (*slowStart, error) {
 	if err := window.check(); err != nil {
 		return nil, err
 	}
 	if !(floor > 0 && floor <= 1) {
-		return nil, fmt.Errorf("%w: %v is outside (0, 1]", ErrSlowStartFloor, floor)
+		return nil, fmt.Errorf("%w: %v is outside (0, 1]", errSlowStartFloor, floor)
 	}
 	if !(aggression > 0) || math.IsInf(aggression, 0) {
-		return nil, fmt.Errorf("%w: %v is not a positive number", ErrSlowStartAggression, aggression)
+		return nil, fmt.Errorf("%w: %v is not a positive number", errSlowStartAggression, aggression)
 	}
 	if err := checkWeights(weights); err != nil {
 		return nil, err
@@ -154,7 +172,7 @@ func NewSlowStart(build Constructor, weights []int, window Window, floor, aggres
 		if err := checkScaled(w); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
-		scaled[i] = w * SlowStartScale
+		scaled[i] = w * slowStartScale
 	}
 	inner, err := build(scaled, withoutSlowStart(opts)...)
 	if err != nil {
@@ -162,9 +180,9 @@ func NewSlowStart(build Constructor, weights []int, window Window, floor, aggres
 	}
 	dyn, ok := inner.(Dynamic)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrSlowStartNotDynamic, inner)
+		return nil, fmt.Errorf("%w: %T", errSlowStartNotDynamic, inner)
 	}
-	s := &SlowStart{inner: dyn, window: window, floor: floor, aggr: aggression,
+	s := &slowStart{inner: dyn, window: window, floor: floor, aggr: aggression,
 		weight: append([]int(nil), weights...), state: make([]uint8, len(weights))}
 	s.batch, _ = inner.(BatchDone)
 	s.span = window.picks
@@ -189,14 +207,14 @@ func checkScaled(w int) error {
 	if err := checkWeight(w); err != nil {
 		return err
 	}
-	if w > MaxWeight/SlowStartScale {
-		return fmt.Errorf("%w: weight %d (max %d under slow start)", ErrTooLarge, w, MaxWeight/SlowStartScale)
+	if w > MaxWeight/slowStartScale {
+		return fmt.Errorf("%w: weight %d (max %d under slow start)", ErrTooLarge, w, MaxWeight/slowStartScale)
 	}
 	return nil
 }
 
 // Pick steps the ramps that are due, then picks from the wrapped strategy.
-func (s *SlowStart) Pick(key uint64) int {
+func (s *slowStart) Pick(key uint64) int {
 	if len(s.ramps) > 0 {
 		if p := s.pos(); p >= s.due {
 			s.step(p)
@@ -207,11 +225,11 @@ func (s *SlowStart) Pick(key uint64) int {
 }
 
 // Done passes the completion on.
-func (s *SlowStart) Done(i int, elapsed time.Duration) { s.inner.Done(i, elapsed) }
+func (s *slowStart) Done(i int, elapsed time.Duration) { s.inner.Done(i, elapsed) }
 
 // DoneN passes the batch on, or replays it when the wrapped strategy takes
 // completions one by one.
-func (s *SlowStart) DoneN(i, n int, elapsed time.Duration) {
+func (s *slowStart) DoneN(i, n int, elapsed time.Duration) {
 	if s.batch != nil {
 		s.batch.DoneN(i, n, elapsed)
 		return
@@ -222,7 +240,7 @@ func (s *SlowStart) DoneN(i, n int, elapsed time.Duration) {
 }
 
 // Add adds a member; one of positive weight starts its ramp at the floor.
-func (s *SlowStart) Add(weight int) (int, error) {
+func (s *slowStart) Add(weight int) (int, error) {
 	if err := checkScaled(weight); err != nil {
 		return 0, err
 	}
@@ -239,7 +257,7 @@ func (s *SlowStart) Add(weight int) (int, error) {
 }
 
 // Remove removes member i, and its ramp if it had one.
-func (s *SlowStart) Remove(i int) error {
+func (s *slowStart) Remove(i int) error {
 	if err := s.inner.Remove(i); err != nil {
 		return err
 	}
@@ -253,7 +271,7 @@ func (s *SlowStart) Remove(i int) error {
 // SetWeight changes i's configured weight. From 0 to a positive weight the
 // member ramps from the floor; during a ramp the ramp goes on towards the
 // new weight; 0 drains it and ends its ramp.
-func (s *SlowStart) SetWeight(i, weight int) error {
+func (s *slowStart) SetWeight(i, weight int) error {
 	if err := checkScaled(weight); err != nil {
 		return err
 	}
@@ -267,7 +285,7 @@ func (s *SlowStart) SetWeight(i, weight int) error {
 	case s.weight[i] == 0:
 		k, ramping = 0, true
 	}
-	eff := weight * SlowStartScale
+	eff := weight * slowStartScale
 	if ramping {
 		eff = s.effective(weight, k)
 	}
@@ -284,14 +302,14 @@ func (s *SlowStart) SetWeight(i, weight int) error {
 }
 
 // Weight returns member i's configured weight, or 0 when it is not a member.
-func (s *SlowStart) Weight(i int) int {
+func (s *slowStart) Weight(i int) int {
 	if !s.has(i) {
 		return 0
 	}
 	return s.weight[i]
 }
 
-func (s *SlowStart) has(i int) bool {
+func (s *slowStart) has(i int) bool {
 	return i >= 0 && i < len(s.weight) && s.state[i] == memberPresent
 }
 
@@ -300,7 +318,7 @@ func (s *SlowStart) has(i int) bool {
 // Forgetter (every Dynamic strategy of this package is): over another one
 // Forget changes nothing and returns an error matching
 // errors.ErrUnsupported, and indices are never reused.
-func (s *SlowStart) Forget(i int) error {
+func (s *slowStart) Forget(i int) error {
 	f, ok := s.inner.(Forgetter)
 	switch {
 	case i < 0 || i >= len(s.weight):
@@ -326,18 +344,18 @@ func (s *SlowStart) Forget(i int) error {
 
 // Len returns one more than the highest index in use: present, or removed
 // and not yet forgotten.
-func (s *SlowStart) Len() int { return len(s.weight) }
+func (s *slowStart) Len() int { return len(s.weight) }
 
 // Ramping reports whether member i is in its slow start.
-func (s *SlowStart) Ramping(i int) bool { _, ok := s.rampStep(i); return ok }
+func (s *slowStart) Ramping(i int) bool { _, ok := s.rampStep(i); return ok }
 
 // Unwrap returns the wrapped strategy, whose weights are the effective ones
-// times SlowStartScale. Changing its membership directly desynchronizes the
+// times slowStartScale. Changing its membership directly desynchronizes the
 // wrapper.
-func (s *SlowStart) Unwrap() Dynamic { return s.inner }
+func (s *slowStart) Unwrap() Dynamic { return s.inner }
 
 // pos is the ramps' clock: picks, or nanoseconds since construction.
-func (s *SlowStart) pos() uint64 {
+func (s *slowStart) pos() uint64 {
 	if s.window.now == nil {
 		return s.picks
 	}
@@ -347,15 +365,15 @@ func (s *SlowStart) pos() uint64 {
 // effective is the wrapped strategy's weight for w at step k of a ramp;
 // the last step gives w exactly, and a positive weight never drops to 0,
 // which would drain the member instead of slowing it.
-func (s *SlowStart) effective(w int, k uint64) int {
-	if w == 0 || k >= SlowStartSteps {
-		return w * SlowStartScale
+func (s *slowStart) effective(w int, k uint64) int {
+	if w == 0 || k >= slowStartSteps {
+		return w * slowStartScale
 	}
-	f := max(s.floor, math.Pow(float64(k)/SlowStartSteps, 1/s.aggr))
-	return max(1, min(w*SlowStartScale, int(math.Round(f*float64(w*SlowStartScale)))))
+	f := max(s.floor, math.Pow(float64(k)/slowStartSteps, 1/s.aggr))
+	return max(1, min(w*slowStartScale, int(math.Round(f*float64(w*slowStartScale)))))
 }
 
-func (s *SlowStart) rampStep(i int) (uint64, bool) {
+func (s *slowStart) rampStep(i int) (uint64, bool) {
 	for _, r := range s.ramps {
 		if r.i == i {
 			return r.k, true
@@ -365,14 +383,14 @@ func (s *SlowStart) rampStep(i int) (uint64, bool) {
 }
 
 // begin starts i's ramp now; the caller has set its floor weight.
-func (s *SlowStart) begin(i int) {
+func (s *slowStart) begin(i int) {
 	s.end(i)
 	s.ramps = append(s.ramps, ramp{i: i, start: s.pos()})
 	s.resetDue()
 }
 
 // end drops i's ramp, if any, leaving its weight as it is.
-func (s *SlowStart) end(i int) {
+func (s *slowStart) end(i int) {
 	for k := range s.ramps {
 		if s.ramps[k].i == i {
 			s.drop(k)
@@ -382,17 +400,17 @@ func (s *SlowStart) end(i int) {
 	}
 }
 
-func (s *SlowStart) drop(k int) {
+func (s *slowStart) drop(k int) {
 	s.ramps[k] = s.ramps[len(s.ramps)-1]
 	s.ramps = s.ramps[:len(s.ramps)-1]
 }
 
 // dueOf is the position at which r takes its next step.
-func (s *SlowStart) dueOf(r *ramp) uint64 {
-	return r.start + ((r.k+1)*s.span+SlowStartSteps-1)/SlowStartSteps
+func (s *slowStart) dueOf(r *ramp) uint64 {
+	return r.start + ((r.k+1)*s.span+slowStartSteps-1)/slowStartSteps
 }
 
-func (s *SlowStart) resetDue() {
+func (s *slowStart) resetDue() {
 	s.due = math.MaxUint64
 	for k := range s.ramps {
 		s.due = min(s.due, s.dueOf(&s.ramps[k]))
@@ -403,24 +421,24 @@ func (s *SlowStart) resetDue() {
 // raises a present member between positive weights within range, which no
 // strategy of this package refuses; if a custom one does, that ramp stops
 // where it is rather than retry on every pick.
-func (s *SlowStart) step(p uint64) {
+func (s *slowStart) step(p uint64) {
 	for k := 0; k < len(s.ramps); {
 		r := &s.ramps[k]
-		at := uint64(SlowStartSteps)
+		at := uint64(slowStartSteps)
 		if p < r.start {
 			at = 0 // a clock that went back: wait, rather than finish the ramp
 		} else if d := p - r.start; d < s.span {
-			at = d * SlowStartSteps / s.span
+			at = d * slowStartSteps / s.span
 		}
 		if at > r.k {
 			old := s.effective(s.weight[r.i], r.k)
 			r.k = at
 			eff := s.effective(s.weight[r.i], at)
 			if eff != old && s.inner.SetWeight(r.i, eff) != nil {
-				at = SlowStartSteps
+				at = slowStartSteps
 			}
 		}
-		if at >= SlowStartSteps {
+		if at >= slowStartSteps {
 			s.drop(k)
 			continue
 		}
@@ -430,7 +448,7 @@ func (s *SlowStart) step(p uint64) {
 }
 
 // check verifies the wrapped strategy's invariants; tests call it.
-func (s *SlowStart) check() error {
+func (s *slowStart) check() error {
 	if c, ok := s.inner.(interface{ check() error }); ok {
 		return c.check()
 	}
@@ -439,7 +457,7 @@ func (s *SlowStart) check() error {
 
 // Traits are the wrapped strategy's, less Concurrent: a Pick counts the
 // picks and steps the ramps.
-func (s *SlowStart) Traits() Traits {
+func (s *slowStart) Traits() Traits {
 	t := TraitsOf(s.inner)
 	t.Concurrent = false
 	return t

@@ -7,20 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func newSlow(t testing.TB, name string, w []int, win Window, floor, aggr float64, opts ...Option) *SlowStart {
+func newSlow(t testing.TB, name string, w []int, win Window, floor, aggr float64, opts ...Option) *slowStart {
 	t.Helper()
 	s, err := New(name, w, append(opts, WithSlowStart(win, floor, aggr))...)
 	require.NoError(t, err)
-	require.IsType(t, (*SlowStart)(nil), s)
-	return s.(*SlowStart)
+	require.IsType(t, (*slowStart)(nil), s)
+	return s.(*slowStart)
 }
 
 // effective returns the wrapped strategy's weights: what the picks follow.
-func effective(s *SlowStart) []int {
+func effective(s *slowStart) []int {
 	in := s.inner.(interface{ Weight(int) int })
 	w := make([]int, s.Len())
 	for i := range w {
@@ -44,28 +45,32 @@ func TestSlowStartBadOptions(t *testing.T) {
 		aggr   float64
 		target error
 	}{
-		{"zero window", Window{}, 0.1, 1, ErrSlowStartWindow},
-		{"no picks", PickWindow(0), 0.1, 1, ErrSlowStartWindow},
-		{"negative picks", PickWindow(-5), 0.1, 1, ErrSlowStartWindow},
-		{"zero duration", TimeWindow(0, clk.now), 0.1, 1, ErrSlowStartWindow},
-		{"negative duration", TimeWindow(-time.Second, clk.now), 0.1, 1, ErrSlowStartWindow},
-		{"no clock", TimeWindow(time.Second, nil), 0.1, 1, ErrSlowStartWindow},
-		{"floor 0", good, 0, 1, ErrSlowStartFloor},
-		{"floor above 1", good, 1.5, 1, ErrSlowStartFloor},
-		{"floor NaN", good, math.NaN(), 1, ErrSlowStartFloor},
-		{"aggression 0", good, 0.1, 0, ErrSlowStartAggression},
-		{"aggression negative", good, 0.1, -1, ErrSlowStartAggression},
-		{"aggression NaN", good, 0.1, math.NaN(), ErrSlowStartAggression},
+		{"zero window", Window{}, 0.1, 1, errSlowStartWindow},
+		{"no picks", PickWindow(0), 0.1, 1, errSlowStartWindow},
+		{"negative picks", PickWindow(-5), 0.1, 1, errSlowStartWindow},
+		{"zero duration", TimeWindow(0, clk.now), 0.1, 1, errSlowStartWindow},
+		{"negative duration", TimeWindow(-time.Second, clk.now), 0.1, 1, errSlowStartWindow},
+		{"no clock", TimeWindow(time.Second, nil), 0.1, 1, errSlowStartWindow},
+		{"floor 0", good, 0, 1, errSlowStartFloor},
+		{"floor above 1", good, 1.5, 1, errSlowStartFloor},
+		{"floor NaN", good, math.NaN(), 1, errSlowStartFloor},
+		{"aggression 0", good, 0.1, 0, errSlowStartAggression},
+		{"aggression negative", good, 0.1, -1, errSlowStartAggression},
+		{"aggression NaN", good, 0.1, math.NaN(), errSlowStartAggression},
 	} {
 		_, err := New("swrr", []int{1, 1}, WithSlowStart(tc.win, tc.floor, tc.aggr))
 		require.ErrorIs(t, err, tc.target, tc.what)
 		require.ErrorIs(t, err, ErrBadOption, tc.what)
 	}
 	static := func([]int, ...Option) (Strategy, error) { return staticStrategy{}, nil }
-	_, err := NewSlowStart(static, []int{1}, good, 0.1, 1)
-	require.ErrorIs(t, err, ErrSlowStartNotDynamic)
+	s, err := NewSlowStart(static, []int{1}, good, 0.1, 1)
+	require.ErrorIs(t, err, errSlowStartNotDynamic)
 	require.ErrorIs(t, err, ErrBadOption)
-	_, err = New("swrr", []int{MaxWeight/SlowStartScale + 1}, WithSlowStart(good, 0.1, 1))
+	require.Nil(t, s, "an untyped nil")
+	s, err = NewSlowStart(func(w []int, o ...Option) (Strategy, error) { return newSWRR(w, o...) }, []int{1}, good, 0.1, 1)
+	require.NoError(t, err)
+	require.IsType(t, &slowStart{}, s)
+	_, err = New("swrr", []int{MaxWeight/slowStartScale + 1}, WithSlowStart(good, 0.1, 1))
 	require.ErrorIs(t, err, ErrTooLarge)
 	_, err = New("swrr", []int{0, 0}, WithSlowStart(good, 0.1, 1))
 	require.ErrorIs(t, err, ErrAllZero)
@@ -123,7 +128,7 @@ func TestSlowStartRampShares(t *testing.T) {
 		require.True(t, s.Ramping(i), "the last step is due at the window's end, taken by the next pick")
 		s.Done(s.Pick(0), 0)
 		require.False(t, s.Ramping(i))
-		require.Equal(t, []int{2 * SlowStartScale, 3 * SlowStartScale, 5 * SlowStartScale, 10 * SlowStartScale}, effective(s), "the ramp ends exactly at the weight")
+		require.Equal(t, []int{2 * slowStartScale, 3 * slowStartScale, 5 * slowStartScale, 10 * slowStartScale}, effective(s), "the ramp ends exactly at the weight")
 		after := segmentShares(s, i, 1, 2000)[0]
 		assert.InDelta(t, 1000, after, map[bool]float64{true: 2, false: 80}[tc.name != "weighted-random"], tc.name)
 	}
@@ -147,7 +152,7 @@ func TestSlowStartLagSWRR(t *testing.T) {
 		var seg []int
 		flush := func() {
 			if len(seg) > 0 {
-				lag := MaxLag(cur, seg)
+				lag := lag.Max(cur, seg)
 				require.Less(t, lag, 2.0, "run %d: effective %v", run, cur)
 				worst = max(worst, lag)
 			}
@@ -244,7 +249,7 @@ func TestSlowStartChanges(t *testing.T) {
 	require.Equal(t, 0, s.Weight(j))
 	require.ErrorIs(t, s.SetWeight(j, 1), ErrNoMember)
 	require.ErrorIs(t, s.Remove(j), ErrNoMember)
-	require.ErrorIs(t, s.SetWeight(0, MaxWeight/SlowStartScale+1), ErrTooLarge)
+	require.ErrorIs(t, s.SetWeight(0, MaxWeight/slowStartScale+1), ErrTooLarge)
 	_, err = s.Add(-1)
 	require.ErrorIs(t, err, ErrNegativeWeight)
 	k, err := s.Add(0)
@@ -258,24 +263,24 @@ func TestSlowStartChanges(t *testing.T) {
 
 // countingDynamic counts the SetWeight calls a wrapped strategy receives.
 type countingDynamic struct {
-	*LeastRequests
+	*leastRequests
 	sets int
 }
 
-func (c *countingDynamic) SetWeight(i, w int) error { c.sets++; return c.LeastRequests.SetWeight(i, w) }
+func (c *countingDynamic) SetWeight(i, w int) error { c.sets++; return c.leastRequests.SetWeight(i, w) }
 
-// A ramp costs at most SlowStartSteps changes of the wrapped strategy after
+// A ramp costs at most slowStartSteps changes of the wrapped strategy after
 // the one that starts it, whatever the window; picks with no ramp change nothing.
-// NewSlowStart takes any Constructor, here a custom one.
+// newSlowStart takes any constructor, here a custom one.
 func TestSlowStartStepsBounded(t *testing.T) {
 	var c *countingDynamic
 	build := func(w []int, o ...Option) (Strategy, error) {
-		s, err := NewLeastRequests(w, o...)
-		c = &countingDynamic{LeastRequests: s}
+		s, err := newLeastRequests(w, o...)
+		c = &countingDynamic{leastRequests: s}
 		return c, err
 	}
 	for _, window := range []int{1, 7, 16, 1000, 1 << 16} {
-		s, err := NewSlowStart(build, []int{1, 2}, PickWindow(window), 0.01, 0.7)
+		s, err := newSlowStart(build, []int{1, 2}, PickWindow(window), 0.01, 0.7)
 		require.NoError(t, err)
 		require.NoError(t, s.SetWeight(0, 0))
 		c.sets = 0
@@ -284,8 +289,8 @@ func TestSlowStartStepsBounded(t *testing.T) {
 			s.Done(s.Pick(0), 0)
 			require.LessOrEqual(t, n, window, "the ramp outlives its window")
 		}
-		require.LessOrEqual(t, c.sets, 1+SlowStartSteps, "window %d: the re-admission and the steps", window)
-		require.Equal(t, 5*SlowStartScale, effective(s)[0])
+		require.LessOrEqual(t, c.sets, 1+slowStartSteps, "window %d: the re-admission and the steps", window)
+		require.Equal(t, 5*slowStartScale, effective(s)[0])
 		before := c.sets
 		for range 1000 {
 			s.Done(s.Pick(0), 0)
@@ -379,7 +384,7 @@ func BenchmarkSlowStartPick(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var s Dynamic
-			s, _ = NewSWRR(w)
+			s, _ = newSWRR(w)
 			if tc.wrap {
 				s = newSlow(b, "swrr", w, tc.win, 0.1, 1)
 			}
@@ -390,7 +395,7 @@ func BenchmarkSlowStartPick(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				s.Pick(0)
-				if tc.again && !s.(*SlowStart).Ramping(0) {
+				if tc.again && !s.(*slowStart).Ramping(0) {
 					_ = s.SetWeight(0, 0)
 					_ = s.SetWeight(0, w[0])
 				}

@@ -1,6 +1,10 @@
 // Package strategies holds every selection algorithm the balancer can use
 // to pick a member (a worker in-process, an endpoint for an RPC or HTTP
 // client). The package is pure: no goroutines, no channels, no context.
+// A strategy is built by name with New (Names lists them); the algorithms'
+// types are unexported, and what a caller may do with one beyond Strategy
+// is what the interfaces below say it implements (Dynamic, Forgetter,
+// BatchDone, Cyclic, Sampler, Declarer).
 // Strategies are not safe for concurrent use unless they declare it
 // (Traits.Concurrent, read with TraitsOf); whoever shares one serializes
 // access (the dispatcher does it by owning the strategy from a single
@@ -46,16 +50,16 @@ type BatchDone interface {
 // keeps the algorithm's state sensible: no burst towards a new member and no
 // reset that starves anyone, however the changes follow each other. swrr
 // bounds it: counted from a change, a member's picks stay within 2 of its
-// share of them by the new weights (MaxLag of those picks against the new
-// weights is below 2 in every test), and a member whose weight w does not
-// change is picked at least once in every 3·W/w picks whatever the others
+// share of them by the new weights (the largest |picks_i(t) − t·w_i/W′|
+// over their prefixes is below 2 in every test), and a member whose weight
+// w does not change is picked at least once in every 3·W/w picks whatever the others
 // do (come and go, change weight, are forgotten and reused), W the largest
 // total weight in that time. least-requests' members with nothing pending
 // go in swrr's order, so the same bounds hold for it when every pick is
-// completed before the next (see LeastRequests); nginx-swrr keeps the
+// completed before the next (see leastRequests); nginx-swrr keeps the
 // 3·W/w bound too; iwrr, which is not smooth, picks such a member at
 // least once in every 4·W picks and gives one that comes back the next
-// pick (see IWRR.Add). The randomised and hashing strategies keep shares
+// pick (see iwrr.Add). The randomised and hashing strategies keep shares
 // in expectation, not bounds.
 type Dynamic interface {
 	Strategy
@@ -81,7 +85,7 @@ type Dynamic interface {
 // handed out or is already forgotten changes nothing and returns an error
 // matching ErrNotRemoved.
 //
-// Every Dynamic strategy of this package is a Forgetter (SlowStart over a
+// Every Dynamic strategy of this package is a Forgetter (slow start over a
 // wrapped strategy that is one), and Forget costs at most O(log n).
 type Forgetter interface {
 	Forget(i int) error

@@ -8,16 +8,16 @@ import (
 )
 
 func init() {
-	register("swrr", func(w []int, o ...Option) (Strategy, error) { return NewSWRR(w, o...) })
+	register("swrr", func(w []int, o ...Option) (Strategy, error) { return newSWRR(w, o...) })
 }
 
-// SWRR is smooth weighted round-robin with a guaranteed lag below one pick:
+// swrr is smooth weighted round-robin with a guaranteed lag below one pick:
 // no member is ever a whole pick ahead of or behind its share w_i/W, on any
 // weight vector. It is NOT nginx's algorithm and does not give nginx's
 // order: for weights 5,1,1 nginx's smooth WRR picks a a b a c a a, this
 // one a a a b a c a (same shares, same smoothness class, different
 // sequence); a port that depends on nginx's exact sequence should use
-// nginx-swrr (NginxSWRR), which is nginx's rule at O(n) a pick (7.8 µs at
+// nginx-swrr, which is nginx's rule at O(n) a pick (7.8 µs at
 // 10 000 members, against 67 ns here); kitex's table version needs O(ΣW)
 // memory.
 //
@@ -53,7 +53,7 @@ func init() {
 // the members it does not touch by one slot at most, so under any churn a
 // member whose weight stays w is picked at least once in every 3·W/w
 // picks, W the largest total weight meanwhile.
-type SWRR struct {
+type swrr struct {
 	members
 	ent   []swrrEnt
 	pk    heap[uint64, borrows] // eligible members by one packed word (see key)
@@ -100,11 +100,11 @@ var _ interface {
 	Forgetter
 	Declarer
 	Cyclic
-} = (*SWRR)(nil)
+} = (*swrr)(nil)
 
-// NewSWRR returns a smooth weighted round-robin strategy over members with
+// newSWRR returns a smooth weighted round-robin strategy over members with
 // the given weights.
-func NewSWRR(weights []int, opts ...Option) (*SWRR, error) {
+func newSWRR(weights []int, opts ...Option) (*swrr, error) {
 	if _, err := uses("swrr", opts); err != nil {
 		return nil, err
 	}
@@ -112,13 +112,13 @@ func NewSWRR(weights []int, opts ...Option) (*SWRR, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &SWRR{members: m}
+	s := &swrr{members: m}
 	s.rewindow()
 	return s, nil
 }
 
 // Pick returns the eligible member whose window ends first.
-func (s *SWRR) Pick(uint64) int {
+func (s *swrr) Pick(uint64) int {
 	if s.wide || (s.t >= s.rebaseAt && !s.rebase()) {
 		return pick(s, &s.elig)
 	}
@@ -126,7 +126,7 @@ func (s *SWRR) Pick(uint64) int {
 }
 
 // pick is Pick on the heap in use, of packed keys or of (end, start) pairs.
-func pick[K heapKey](s *SWRR, h *heap[K, borrows]) int {
+func pick[K heapKey](s *swrr, h *heap[K, borrows]) int {
 	if h.len() == 0 {
 		fill(s, h)
 	}
@@ -159,7 +159,7 @@ func pick[K heapKey](s *SWRR, h *heap[K, borrows]) int {
 // fill makes the empty heap non-empty, when no window is open (after a
 // membership change, or while least-requests holds members out), by moving
 // the clock to the next slot where one opens.
-func fill[K heapKey](s *SWRR, h *heap[K, borrows]) {
+func fill[K heapKey](s *swrr, h *heap[K, borrows]) {
 	s.skipToOpen()
 	if !s.wide {
 		s.setBase(s.t) // no key is held: the base moves with the clock
@@ -171,7 +171,7 @@ func fill[K heapKey](s *SWRR, h *heap[K, borrows]) {
 
 // keyOf is member i's key in a heap of K: packed in one word (see key),
 // or (end, start). The size test is a constant in each instantiation.
-func keyOf[K heapKey](s *SWRR, i int) K {
+func keyOf[K heapKey](s *swrr, i int) K {
 	var k K
 	if unsafe.Sizeof(k) == unsafe.Sizeof(uint64(0)) {
 		*(*uint64)(unsafe.Pointer(&k)) = s.key(i)
@@ -182,18 +182,18 @@ func keyOf[K heapKey](s *SWRR, i int) K {
 }
 
 // wideKey is member i's key when the keys do not fit one word.
-func (s *SWRR) wideKey(i int) pair {
+func (s *swrr) wideKey(i int) pair {
 	e := &s.ent[i]
 	return pair{e.end(), e.start}
 }
 
 // Done is a no-op: swrr ignores completions.
-func (s *SWRR) Done(int, time.Duration) {}
+func (s *swrr) Done(int, time.Duration) {}
 
 // Add adds a member. Its first window opens now and lasts W/w picks, so it
 // gets its share from now on, with no burst to catch up, whether its index
 // is new or a forgotten one.
-func (s *SWRR) Add(weight int) (int, error) {
+func (s *swrr) Add(weight int) (int, error) {
 	i, err := s.add(weight)
 	if err != nil {
 		return 0, err
@@ -203,7 +203,7 @@ func (s *SWRR) Add(weight int) (int, error) {
 }
 
 // Remove removes member i; the others' pending windows shrink in proportion.
-func (s *SWRR) Remove(i int) error {
+func (s *swrr) Remove(i int) error {
 	if err := s.remove(i); err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (s *SWRR) Remove(i int) error {
 }
 
 // SetWeight changes i's weight; 0 drains it.
-func (s *SWRR) SetWeight(i, weight int) error {
+func (s *swrr) SetWeight(i, weight int) error {
 	if err := s.setWeight(i, weight); err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (s *SWRR) SetWeight(i, weight int) error {
 // Forget frees removed member i's index for a later Add (see Forgetter).
 // A removed member has no window, so nothing is recomputed: it costs
 // O(log n) and cuts the per-member state when i was the last index.
-func (s *SWRR) Forget(i int) error {
+func (s *swrr) Forget(i int) error {
 	if err := s.forget(i); err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *SWRR) Forget(i int) error {
 
 // fit cuts the per-member state to Len after a forget. The cut members
 // have no window, so they are in no heap and not on the wheel.
-func (s *SWRR) fit() {
+func (s *swrr) fit() {
 	n := s.Len()
 	s.ent, s.on, s.wheel.next = fit(s.ent, n), fit(s.on, n), fit(s.wheel.next, n)
 	s.pk.pos, s.elig.pos = fit(s.pk.pos, n), fit(s.elig.pos, n)
@@ -272,7 +272,7 @@ func (s *SWRR) fit() {
 // its distance from its deadline instead postpones a weight-1 member by a
 // whole period at each change and starves it under churn. Rounding
 // each fraction up to a multiple of 1/w′ adds less than n/W′ ≤ 1.
-func (s *SWRR) rewindow() {
+func (s *swrr) rewindow() {
 	oldW, newW := s.sumW, uint64(s.total)
 	for len(s.ent) < len(s.weight) {
 		s.ent = append(s.ent, swrrEnt{})
@@ -347,7 +347,7 @@ func (s *SWRR) rewindow() {
 // phase returns (d − t)·w for member i's next exact deadline d: its
 // distance from now as a fraction of its period, times W. It is positive,
 // since no deadline was missed.
-func (s *SWRR) phase(i int) uint64 {
+func (s *swrr) phase(i int) uint64 {
 	e := &s.ent[i]
 	if e.endQ < s.t || e.endQ == s.t && e.endR == 0 {
 		return 1 // cannot happen while EDF meets every deadline; due now
@@ -358,7 +358,7 @@ func (s *SWRR) phase(i int) uint64 {
 // phaseShift returns the slots by which every deadline moves at a change
 // so that the carried fractions of the members that stay eligible
 // (newcomers count 1) sum to their number, as a fresh schedule's do.
-func (s *SWRR) phaseShift(oldW, newW uint64) float64 {
+func (s *swrr) phaseShift(oldW, newW uint64) float64 {
 	if oldW == 0 {
 		return 0
 	}
@@ -378,7 +378,7 @@ func (s *SWRR) phaseShift(oldW, newW uint64) float64 {
 }
 
 // check verifies the heaps and the wheel; tests call it.
-func (s *SWRR) check() error {
+func (s *swrr) check() error {
 	for _, x := range s.pk.e {
 		if x.key != s.key(int(x.idx)) {
 			return errHeap("packed key stale for member", int(x.idx))
@@ -394,9 +394,9 @@ func (s *SWRR) check() error {
 }
 
 // Traits: a cycle of picks; completions do nothing.
-func (s *SWRR) Traits() Traits { return Traits{IgnoresDone: true} }
+func (s *swrr) Traits() Traits { return Traits{IgnoresDone: true} }
 
 // Cycle is W/g picks, W the sum of the weights and g their greatest
 // common divisor: swrr over k·w picks as over w, and over w every window
 // recurs W slots later.
-func (s *SWRR) Cycle() int { return weightCycle(&s.members) }
+func (s *swrr) Cycle() int { return weightCycle(&s.members) }

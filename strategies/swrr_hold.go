@@ -11,7 +11,7 @@ package strategies
 // what Pick does first (move the keys' base, or the clock to the next slot
 // where a window opens), so that the member is at the top of the heap and a
 // Pick that follows takes it. At least one member must have a window.
-func (s *SWRR) next() int {
+func (s *swrr) next() int {
 	if !s.wide && s.t >= s.rebaseAt {
 		s.rebase() // leaves s.wide set if the keys no longer fit
 	}
@@ -29,7 +29,7 @@ func (s *SWRR) next() int {
 
 // holdTop takes the member next returned out of the order, keeping its
 // window for rejoin.
-func (s *SWRR) holdTop() {
+func (s *swrr) holdTop() {
 	if s.wide {
 		s.on[s.elig.pop().idx] = false
 		return
@@ -41,7 +41,7 @@ func (s *SWRR) holdTop() {
 // stays as it is. A window that ended while the member was held is
 // replaced by a fresh one opening now, as a newcomer's: the member takes
 // its share from here on instead of the picks it missed in a burst.
-func (s *SWRR) rejoin(i int) {
+func (s *swrr) rejoin(i int) {
 	if s.on[i] {
 		return
 	}

@@ -24,7 +24,7 @@ import "math/bits"
 // until the next membership change.
 
 // key returns member i's packed eligible key.
-func (s *SWRR) key(i int) uint64 {
+func (s *swrr) key(i int) uint64 {
 	e := &s.ent[i]
 	end := e.end()
 	return (end-s.base)<<s.endShift | (s.lenMax-(end-e.start))<<s.idxBit | uint64(i)
@@ -33,7 +33,7 @@ func (s *SWRR) key(i int) uint64 {
 // layout chooses the key fields for the current W and member count, and
 // the wide path if they do not fit; base is the smallest end the eligible
 // members hold (or t).
-func (s *SWRR) layout(base uint64) {
+func (s *swrr) layout(base uint64) {
 	lenBits := uint8(bits.Len64(s.sumW + 2))
 	s.idxBit = uint8(bits.Len(uint(len(s.weight) - 1)))
 	s.endShift = lenBits + s.idxBit
@@ -45,7 +45,7 @@ func (s *SWRR) layout(base uint64) {
 	}
 }
 
-func (s *SWRR) setBase(b uint64) {
+func (s *swrr) setBase(b uint64) {
 	s.base = b
 	s.rebaseAt = b + 1<<(64-s.endShift) - (s.sumW + 8)
 }
@@ -53,7 +53,7 @@ func (s *SWRR) setBase(b uint64) {
 // rebase moves the base up to the smallest held end, or the clock; it
 // reports false, having moved to the wide path, if the keys still would
 // not fit.
-func (s *SWRR) rebase() bool {
+func (s *swrr) rebase() bool {
 	d := s.t - s.base
 	for _, x := range s.pk.e {
 		d = min(d, x.key>>s.endShift)
@@ -71,7 +71,7 @@ func (s *SWRR) rebase() bool {
 }
 
 // goWide moves the eligible members to the (end, start, index) heap.
-func (s *SWRR) goWide() {
+func (s *swrr) goWide() {
 	for _, x := range s.pk.e {
 		e := &s.ent[x.idx]
 		s.elig.e = append(s.elig.e, hent[pair]{key: pair{e.end(), e.start}, idx: x.idx})

@@ -18,7 +18,7 @@ type swrrWheel struct {
 }
 
 // resetWheel empties the wheel and sizes it for the current members and W.
-func (s *SWRR) resetWheel() {
+func (s *swrr) resetWheel() {
 	w := &s.wheel
 	p := 1 << bits.Len64(min(s.sumW+3, 8*uint64(len(s.weight)))-1)
 	if len(w.head) != p {
@@ -34,7 +34,7 @@ func (s *SWRR) resetWheel() {
 }
 
 // park puts member i, whose window opens after the clock, on the wheel.
-func (s *SWRR) park(i int) {
+func (s *swrr) park(i int) {
 	w := &s.wheel
 	b := s.ent[i].start & w.mask
 	w.next[i] = w.head[b]
@@ -43,7 +43,7 @@ func (s *SWRR) park(i int) {
 
 // unpark takes off the wheel a member whose window opens at slot t, the
 // clock, and returns it, or -1 when there is none.
-func (s *SWRR) unpark(t uint64) int {
+func (s *swrr) unpark(t uint64) int {
 	w := &s.wheel
 	p := &w.head[t&w.mask]
 	for j := *p; j >= 0; j = *p {
@@ -63,7 +63,7 @@ func (s *SWRR) unpark(t uint64) int {
 // slots on the wheel (about W/W_idle − 1 a pick, W_idle the weight not
 // held, one bucket each) and scans only after 64 without an opening, when
 // the idle members' weight is below about 1/64 of W.
-func (s *SWRR) skipToOpen() {
+func (s *swrr) skipToOpen() {
 	for range 64 {
 		s.t++
 		if j := s.unpark(s.t); j >= 0 {
@@ -77,7 +77,7 @@ func (s *SWRR) skipToOpen() {
 // skipIdle moves the clock to the first window start when no window is
 // open (only a membership change can leave it so), rather than return a
 // member early.
-func (s *SWRR) skipIdle() {
+func (s *swrr) skipIdle() {
 	t := ^uint64(0)
 	for i := range s.ent {
 		if s.on[i] {
@@ -89,7 +89,7 @@ func (s *SWRR) skipIdle() {
 
 // checkWheel verifies that every member with a window is either eligible
 // or parked in the bucket of its start, which is after the clock.
-func (s *SWRR) checkWheel(eligible int) error {
+func (s *swrr) checkWheel(eligible int) error {
 	w := &s.wheel
 	parked := 0
 	for b, j := range w.head {

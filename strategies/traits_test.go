@@ -38,7 +38,7 @@ func TestEveryStrategyDeclares(t *testing.T) {
 type undeclared struct{ Strategy }
 
 func TestTraitsOf(t *testing.T) {
-	s, err := NewSWRR([]int{1, 2})
+	s, err := newSWRR([]int{1, 2})
 	require.NoError(t, err)
 	require.Equal(t, Traits{}, TraitsOf(undeclared{s}), "nothing declared: nothing promised")
 	require.Equal(t, Traits{IgnoresDone: true, IgnoresElapsed: true}, TraitsOf(s), "IgnoresDone implies IgnoresElapsed")

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -68,11 +69,11 @@ func lagVectors() map[string][]int {
 // checkCycles asserts lag < 1 exactly (|c·W − t·w| < W) and exact counts
 // at the end of every cycle of W picks.
 func checkSWRR(t testing.TB, weights []int, cycles int) {
-	s, err := NewSWRR(weights)
+	s, err := newSWRR(weights)
 	require.NoError(t, err)
 	W := sum(weights)
 	picks := picksOf(s, cycles*W)
-	num, den := maxLagNum(weights, picks)
+	num, den := lag.MaxNum(weights, picks)
 	require.Less(t, num, den, "swrr lag %v ≥ 1 on %v", float64(num)/float64(den), weights)
 	counts := make([]int, len(weights))
 	for k, i := range picks {
@@ -129,7 +130,7 @@ func FuzzSWRRLag(f *testing.F) {
 
 func TestIWRRCyclesAreExact(t *testing.T) {
 	for name, w := range lagVectors() {
-		s, err := NewIWRR(w)
+		s, err := newIWRR(w)
 		require.NoError(t, err)
 		g := 0
 		for _, x := range w {
@@ -152,9 +153,9 @@ func TestIWRRCyclesAreExact(t *testing.T) {
 // stays true.
 func TestIWRRLagIsMeasured(t *testing.T) {
 	w := []int{100, 100, 66, 1}
-	s, err := NewIWRR(w)
+	s, err := newIWRR(w)
 	require.NoError(t, err)
-	lag := MaxLag(w, picksOf(s, 4*sum(w)))
+	lag := lag.Max(w, picksOf(s, 4*sum(w)))
 	assert.Greater(t, lag, 10.0)
 	assert.Less(t, lag, 20.0)
 }
@@ -217,47 +218,39 @@ func TestGCDWRRStarvationReproducedAndFixed(t *testing.T) {
 		refPicks[k] = ref.Pick()
 	}
 	assert.GreaterOrEqual(t, longestGap(refPicks, 2), 34, "the reference should starve node 3")
-	assert.Greater(t, MaxLag(w, refPicks), 8.0)
+	assert.Greater(t, lag.Max(w, refPicks), 8.0)
 
-	s, err := NewSWRR(w)
+	s, err := newSWRR(w)
 	require.NoError(t, err)
 	picks := picksOf(s, 2*sum(w))
 	// Its share is 66/266: never more than ⌈266/66⌉ = 5 picks without it
 	// plus the slack of adjacent windows.
 	assert.LessOrEqual(t, longestGap(picks, 2), 2*5)
-	assert.Less(t, MaxLag(w, picks), 1.0)
+	assert.Less(t, lag.Max(w, picks), 1.0)
 
 	// The issue's own fix (lowest weight instead of GCD) still fails on
 	// {100,100,66,1}; swrr does not.
 	w4 := []int{100, 100, 66, 1}
-	s4, err := NewSWRR(w4)
+	s4, err := newSWRR(w4)
 	require.NoError(t, err)
-	assert.Less(t, MaxLag(w4, picksOf(s4, 3*sum(w4))), 1.0)
-}
-
-func TestMaxLag(t *testing.T) {
-	assert.InDelta(t, 0.5, MaxLag([]int{1, 1}, []int{0, 1, 0, 1}), 1e-12)
-	assert.InDelta(t, 1.0, MaxLag([]int{1, 1}, []int{0, 0, 1, 1}), 1e-12)
-	assert.InDelta(t, 2.0/3, MaxLag([]int{2, 1}, []int{0, 0, 1}), 1e-12)
-	assert.InDelta(t, 2.0, MaxLag([]int{1, 1}, []int{0, 0, 0, 0}), 1e-12)
-	assert.True(t, MaxLag([]int{0}, []int{0}) != MaxLag([]int{0}, []int{0}), "NaN when W is 0")
+	assert.Less(t, lag.Max(w4, picksOf(s4, 3*sum(w4))), 1.0)
 }
 
 // Membership changes keep swrr sensible: after a change the newcomer gets
 // its share with a bounded lag from then on, and nobody waits long.
 func TestSWRRChangesStaySmooth(t *testing.T) {
-	s, err := NewSWRR([]int{5, 3, 2})
+	s, err := newSWRR([]int{5, 3, 2})
 	require.NoError(t, err)
 	picksOf(s, 7)
 	i, err := s.Add(10)
 	require.NoError(t, err)
 	after := picksOf(s, 4*20)
-	assert.Less(t, MaxLag([]int{5, 3, 2, 10}, after), 2.0)
+	assert.Less(t, lag.Max([]int{5, 3, 2, 10}, after), 2.0)
 	assert.LessOrEqual(t, longestGap(after, i), 3)
 	require.NoError(t, s.Remove(0))
 	require.NoError(t, s.SetWeight(1, 1))
 	after = picksOf(s, 3*13)
-	assert.Less(t, MaxLag([]int{0, 1, 2, 10}, after), 2.0)
+	assert.Less(t, lag.Max([]int{0, 1, 2, 10}, after), 2.0)
 	require.NoError(t, s.check())
 }
 
@@ -272,11 +265,11 @@ func TestSWRRRebaseAndWidePathsPickTheSame(t *testing.T) {
 			w[i] = r.IntN(50)
 		}
 		w[0]++
-		ref, err := NewSWRR(w)
+		ref, err := newSWRR(w)
 		require.NoError(t, err)
-		var alt [2]*SWRR
+		var alt [2]*swrr
 		for k := range alt {
-			alt[k], err = NewSWRR(w)
+			alt[k], err = newSWRR(w)
 			require.NoError(t, err)
 		}
 		alt[1].goWide()
@@ -288,7 +281,7 @@ func TestSWRRRebaseAndWidePathsPickTheSame(t *testing.T) {
 				require.NoError(t, s.check())
 			}
 			if k%97 == 0 {
-				all := append([]*SWRR{ref}, alt[:]...)
+				all := append([]*swrr{ref}, alt[:]...)
 				switch op, i, nw := r.IntN(3), r.IntN(len(ref.weight)), r.IntN(40); op {
 				case 0:
 					for _, s := range all {
@@ -320,7 +313,7 @@ func TestSWRRWideForHugeWeights(t *testing.T) {
 	for range 3000 {
 		w = append(w, MaxWeight-7)
 	}
-	s, err := NewSWRR(w)
+	s, err := newSWRR(w)
 	require.NoError(t, err)
 	require.True(t, s.wide, "W = %d should not fit one word", sum(w))
 	counts := make([]int, len(w))
@@ -372,7 +365,7 @@ func TestSWRRMatchesBruteForce(t *testing.T) {
 			w[i] = r.IntN(1 + r.IntN(1000))
 		}
 		w[0]++
-		s, err := NewSWRR(w)
+		s, err := newSWRR(w)
 		require.NoError(t, err)
 		n := min(3*sum(w), 20000)
 		require.Equal(t, edfScan(w, n), picksOf(s, n), "weights %v", w)

@@ -43,10 +43,10 @@ func chromium(t *testing.T) string {
 
 // workload keeps d busy until stop: two requesters outside groups, a group
 // of a tenant "interactive" in priority class 2, one task in 500 panicking.
-func workload(d *dispatcher.Dispatcher[int], stop <-chan struct{}) (wait func()) {
+func workload(d *dispatcher.Dispatcher, stop <-chan struct{}) (wait func()) {
 	var wg sync.WaitGroup
 	ctx := context.Background()
-	task := func(n int) dispatcher.Task[int] {
+	task := func(n int) func(context.Context) (int, error) {
 		return func(context.Context) (int, error) {
 			if n%500 == 499 {
 				panic("an injected panic")
@@ -66,13 +66,13 @@ func workload(d *dispatcher.Dispatcher[int], stop <-chan struct{}) (wait func())
 	for r := range 3 {
 		wg.Go(func() {
 			for n := r; !stopped(); n += 3 {
-				_, _ = d.Do(ctx, task(n))
+				_, _ = dispatcher.Do(ctx, d, task(n))
 			}
 		})
 	}
 	wg.Go(func() {
 		for n := 0; !stopped(); n++ {
-			g := d.Group(ctx, dispatcher.Tenant("interactive"))
+			g := dispatcher.NewGroup[int](ctx, d, dispatcher.Tenant("interactive"))
 			for i := range 4 {
 				g.Go(task(4*n + i))
 			}
@@ -88,7 +88,7 @@ func workload(d *dispatcher.Dispatcher[int], stop <-chan struct{}) (wait func())
 func TestPageInBrowser(t *testing.T) {
 	exec := chromium(t)
 
-	d, err := dispatcher.New[int](dispatcher.WithWeights(1, 1, 2, 4), dispatcher.WithStrategyName("iwrr"))
+	d, err := dispatcher.New(dispatcher.WithWeights(1, 1, 2, 4), dispatcher.WithStrategyName("iwrr"))
 	require.NoError(t, err)
 	v := balancerview.New(balancerview.WithInterval(250 * time.Millisecond))
 	require.NoError(t, v.Register("images", d))

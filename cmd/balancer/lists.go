@@ -85,16 +85,12 @@ func parseEngines(s string) ([]dispatcher.Engine, error) {
 	if parts == nil {
 		return nil, errors.New("-engine needs a value, e.g. rings or channels,rings")
 	}
-	names := make([]string, len(dispatcher.Engines))
-	for i, e := range dispatcher.Engines {
-		names[i] = e.String()
-	}
 	var out []dispatcher.Engine
 	for _, p := range parts {
-		e, err := dispatcher.ParseEngine(p)
-		if err != nil {
-			// ParseEngine's error speaks of options; the user gave a flag.
-			return nil, fmt.Errorf("-engine: unknown engine %q (want %s)", p, strings.Join(names, " or "))
+		var e dispatcher.Engine
+		if err := e.UnmarshalText([]byte(p)); err != nil {
+			// The dispatcher's error speaks of options; the user gave a flag.
+			return nil, fmt.Errorf("-engine: unknown engine %q (want channels or rings)", p)
 		}
 		if slices.Contains(out, e) {
 			return nil, fmt.Errorf("-engine: %v is listed twice", e)
@@ -114,9 +110,9 @@ func parseSchedules(s string) ([]dispatcher.Schedule, error) {
 	}
 	var out []dispatcher.Schedule
 	for _, p := range parts {
-		sc, err := dispatcher.ParseSchedule(p)
-		if err != nil {
-			// ParseSchedule's error speaks of options; the user gave a flag.
+		var sc dispatcher.Schedule
+		if err := sc.UnmarshalText([]byte(p)); err != nil {
+			// The dispatcher's error speaks of options; the user gave a flag.
 			return nil, fmt.Errorf("-schedule: unknown schedule %q (want fifo, priority, deadline or fair)", p)
 		}
 		if slices.Contains(out, sc) {

@@ -28,7 +28,7 @@ func TestDemoStrategyIsTheLibrarys(t *testing.T) {
 		c, err := parseConfig([]string{"-strategy", name, "-workers", "3"}, io.Discard)
 		require.NoError(t, err)
 		opts := dispatcherOptions(c, c.setupWith(nil))
-		d, err := dispatcher.New[uint64](append(opts, dispatcher.WithStrategy(probe{}))...)
+		d, err := dispatcher.New(append(opts, dispatcher.WithStrategy(probe{}))...)
 		require.ErrorIs(t, err, dispatcher.ErrBadOption, name)
 		require.ErrorContains(t, err, "WithStrategy and WithStrategyName both given", name)
 		require.Nil(t, d)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/gobalancer/balancer/strategies"
 )
 
@@ -52,9 +53,9 @@ func tracePicks(ctx context.Context, c *config) (*Trace, error) {
 			tr.Counts[i]++
 		}
 	}
-	// The strategies package's exact lag: max over members i and prefixes t
-	// of |picks_i(t) − t·w_i/W|.
-	tr.MaxLag = strategies.MaxLag(w, tr.Picks)
+	// The exact lag the strategies' tests measure: max over members i and
+	// prefixes t of |picks_i(t) − t·w_i/W|.
+	tr.MaxLag = lag.Max(w, tr.Picks)
 	return tr, nil
 }
 

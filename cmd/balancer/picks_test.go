@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobalancer/balancer/internal/lag"
 	"github.com/gobalancer/balancer/strategies"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,7 @@ func TestPicksMatchStrategy(t *testing.T) {
 				assert.Equal(t, weights, tr.Weights)
 				assert.Equal(t, want, tr.Picks)
 				assert.Equal(t, counts, tr.Counts)
-				assert.InDelta(t, strategies.MaxLag(weights, want), tr.MaxLag, 1e-12)
+				assert.InDelta(t, lag.Max(weights, want), tr.MaxLag, 1e-12)
 			})
 		}
 	}

@@ -61,7 +61,7 @@ func (m *monitor) keep(s sample) {
 
 // startMonitor runs the live view in g until ctx ends, then finishes the
 // bar and prints -v's last line. It starts nothing if no view is on.
-func startMonitor(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher[uint64], c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
+func startMonitor(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher, c *config, name string, answered *atomic.Int64, stderr io.Writer) *monitor {
 	m := &monitor{}
 	every := time.Duration(0)
 	for _, on := range []struct {

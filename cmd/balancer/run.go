@@ -81,7 +81,7 @@ func (c *config) setupWith(vary func(*setup)) setup {
 // partial result, marked Interrupted. A requester's error (see drive) ends
 // the run the same way, but runOnce returns that error and no result.
 func runOnce(ctx context.Context, c *config, p *plan, s setup, stderr io.Writer) (*result, error) {
-	d, err := dispatcher.New[uint64](dispatcherOptions(c, s)...)
+	d, err := dispatcher.New(dispatcherOptions(c, s)...)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func routeKey(t, keys uint64) uint64 {
 
 // request submits request t and waits for its answer, with its context
 // cancelled as the plan says.
-func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], ws *workers, p *plan, t, keys int) (time.Duration, error) {
+func request(ctx context.Context, d *dispatcher.Dispatcher, ws *workers, p *plan, t, keys int) (time.Duration, error) {
 	work, panics, after := p.at(t)
 	if after >= 0 {
 		var cancel context.CancelFunc
@@ -224,7 +224,7 @@ func request(ctx context.Context, d *dispatcher.Dispatcher[uint64], ws *workers,
 		return x, nil
 	}
 	start := time.Now()
-	_, err := d.Key(routeKey(uint64(t), uint64(keys))).Do(ctx, task)
+	_, err := dispatcher.Do(ctx, d.Key(routeKey(uint64(t), uint64(keys))), task)
 	return time.Since(start), err
 }
 
@@ -235,7 +235,7 @@ type churner struct {
 
 // startChurn runs the churn in g until ctx ends. An error of AddWorker or
 // RemoveWorker stops it and is g's error.
-func startChurn(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher[uint64], c *config, weights []int) *churner {
+func startChurn(ctx context.Context, g *errgroup.Group, d *dispatcher.Dispatcher, c *config, weights []int) *churner {
 	ch := &churner{}
 	if c.churn <= 0 {
 		return ch

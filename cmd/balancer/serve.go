@@ -45,7 +45,7 @@ func (c *config) checkServe(set map[string]bool, lists []string) error {
 // how a served run ends.
 func runServe(ctx context.Context, c *config, stdout, stderr io.Writer) error {
 	s := c.setupWith(nil)
-	d, err := dispatcher.New[uint64](dispatcherOptions(c, s)...)
+	d, err := dispatcher.New(dispatcherOptions(c, s)...)
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func summarize(name string, sc dispatcher.Schedule, unit string, t *tenantTally,
 // first error of either. Every goroutine it starts has exited when it
 // returns.
 func tenantsOnce(ctx context.Context, c *config, s setup, d time.Duration, t *scheduleTally) error {
-	disp, err := dispatcher.New[uint64](dispatcherOptions(c, s)...)
+	disp, err := dispatcher.New(dispatcherOptions(c, s)...)
 	if err != nil {
 		return err
 	}
@@ -194,13 +194,13 @@ func backgroundInFlight(c *config, s setup) int {
 
 // background keeps backgroundInFlight tasks of one Group in flight until
 // ctx ends.
-func background(ctx context.Context, d *dispatcher.Dispatcher[uint64], s setup, c *config,
-	work dispatcher.Task[uint64], t *tenantTally) error {
+func background(ctx context.Context, d *dispatcher.Dispatcher, s setup, c *config,
+	work func(context.Context) (uint64, error), t *tenantTally) error {
 	opts := []dispatcher.GroupOption{dispatcher.Tenant("background"), dispatcher.CollectErrors()}
 	if s.schedule == dispatcher.Fair {
 		opts = append(opts, dispatcher.Share(backgroundShare))
 	}
-	g := d.Group(ctx, opts...)
+	g := dispatcher.NewGroup[uint64](ctx, d, opts...)
 	// A token per task in flight, taken before Go and given back when the
 	// task ends, so that a task's time starts when it is submitted, not
 	// while it waits for room in the tenant's own window.
@@ -240,8 +240,8 @@ loop:
 // interactive sends a group of interactiveTasks tasks every
 // interactiveEvery and waits for it, until ctx ends. A group still running
 // at the next tick delays the next one (ticks are dropped, not queued).
-func interactive(ctx context.Context, d *dispatcher.Dispatcher[uint64], s setup,
-	work dispatcher.Task[uint64], t *tenantTally) error {
+func interactive(ctx context.Context, d *dispatcher.Dispatcher, s setup,
+	work func(context.Context) (uint64, error), t *tenantTally) error {
 	tk := time.NewTicker(interactiveEvery)
 	defer tk.Stop()
 	for {
@@ -256,8 +256,8 @@ func interactive(ctx context.Context, d *dispatcher.Dispatcher[uint64], s setup,
 	}
 }
 
-func interactiveGroup(ctx context.Context, d *dispatcher.Dispatcher[uint64], s setup,
-	work dispatcher.Task[uint64], t *tenantTally) error {
+func interactiveGroup(ctx context.Context, d *dispatcher.Dispatcher, s setup,
+	work func(context.Context) (uint64, error), t *tenantTally) error {
 	gctx := ctx
 	opts := []dispatcher.GroupOption{dispatcher.Tenant("interactive")}
 	switch s.schedule {
@@ -273,7 +273,7 @@ func interactiveGroup(ctx context.Context, d *dispatcher.Dispatcher[uint64], s s
 		prio = dispatcher.MaxPriority
 	}
 	start := time.Now()
-	g := d.Group(gctx, opts...)
+	g := dispatcher.NewGroup[uint64](gctx, d, opts...)
 	for range interactiveTasks {
 		if g.Priority(prio).Go(work) != nil {
 			break // the group failed; Wait says why

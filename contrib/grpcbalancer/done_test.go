@@ -17,7 +17,7 @@ func TestDoneReachesStrategy(t *testing.T) {
 	addrs := servers(t, 3)
 	ch := openChannel(t, PolicyName("least-pending"), "", addrs, nil)
 	p := ch.picker().(*picker)
-	lp := p.sh.s.(*strategies.LeastPending)
+	lp := p.sh.s.(interface{ Pending(int) int }) // least-pending counts what is pending
 	info := balancer.PickInfo{Ctx: context.Background()}
 	var dones []func(balancer.DoneInfo)
 	for range 6 {

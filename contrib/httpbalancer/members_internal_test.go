@@ -186,7 +186,7 @@ func TestSetBackendsRemovalRefused(t *testing.T) {
 
 // TestDrainedWeightAskedOfStrategy: a backend out of service keeps a new
 // weight for its re-admission, and the strategy is asked about it at once:
-// a weight it refuses (above MaxWeight/SlowStartScale under slow start) is
+// a weight it refuses (above MaxWeight/64 under slow start) is
 // refused by SetWeight and SetBackends, which change nothing, instead of
 // being kept and refused at re-admission, which left the backend drained
 // for good.
@@ -204,7 +204,7 @@ func TestDrainedWeightAskedOfStrategy(t *testing.T) {
 	b1 := p.byIndex[1]
 	require.True(t, b1.drained)
 
-	huge := strategies.MaxWeight/strategies.SlowStartScale + 1
+	huge := strategies.MaxWeight // valid, but too large under slow start, which scales weights up
 	require.ErrorIs(t, p.SetWeight(u1, huge), strategies.ErrTooLarge)
 	require.ErrorIs(t, p.SetBackends([]Backend{{URL: u0, Weight: 1}, {URL: u1, Weight: huge}}), strategies.ErrTooLarge)
 	require.Equal(t, 1, b1.weight)

@@ -79,7 +79,7 @@ func TestSetBackendsAnyOrder(t *testing.T) {
 // TestSetBackendsRefusedChangesNothing: every kind of refusal leaves the
 // members, their weights and the routing as they were, whatever the list
 // changed before its bad entry. The strategy (swrr under slow start) refuses
-// a weight above MaxWeight/SlowStartScale, which the proxy cannot know
+// a weight above MaxWeight/64, which the proxy cannot know
 // before trying: by then it has added c and re-weighted b, and must undo
 // both, without starting c's health checks.
 func TestSetBackendsRefusedChangesNothing(t *testing.T) {
@@ -108,7 +108,7 @@ func TestSetBackendsRefusedChangesNothing(t *testing.T) {
 	require.Equal(t, want, members(p))
 	require.Equal(t, []int64{10, 20, 0}, route(t, ctx, cl, proxy.URL, 30, a, b, c))
 
-	huge := strategies.MaxWeight/strategies.SlowStartScale + 1
+	huge := strategies.MaxWeight // valid, but too large under slow start, which scales weights up
 	for name, tc := range map[string]struct {
 		bs  []httpbalancer.Backend
 		err error

@@ -14,7 +14,7 @@ import (
 
 // A dispatcher's metrics on /metrics of the program's own mux.
 func Example() {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(4))
+	d, err := dispatcher.New(dispatcher.WithWorkers(4))
 	if err != nil {
 		panic(err)
 	}
@@ -26,7 +26,7 @@ func Example() {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	// http.ListenAndServe("127.0.0.1:9090", mux)
 
-	v, _ := d.Do(context.Background(), func(context.Context) (int, error) { return 42, nil })
+	v, _ := dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { return 42, nil })
 	fmt.Println(v)
 	// Output: 42
 }

@@ -51,8 +51,8 @@ type metric struct {
 }
 
 // Collector is a prometheus.Collector over one dispatcher's Stats.
-type Collector[R any] struct {
-	d       *dispatcher.Dispatcher[R]
+type Collector struct {
+	d       *dispatcher.Dispatcher
 	metrics []metric
 
 	// Per worker, labelled worker="<index>".
@@ -72,7 +72,7 @@ type flowDescs struct {
 // New returns a Collector for d; register it with a prometheus.Registerer.
 // It reads d only when collected; after d is closed it reports d's final
 // Stats.
-func New[R any](d *dispatcher.Dispatcher[R], opts ...Option) *Collector[R] {
+func New(d *dispatcher.Dispatcher, opts ...Option) *Collector {
 	o := options{namespace: DefaultNamespace}
 	for _, opt := range opts {
 		opt(&o)
@@ -86,7 +86,7 @@ func New[R any](d *dispatcher.Dispatcher[R], opts ...Option) *Collector[R] {
 	gauge := func(name, help string, v func(*dispatcher.Stats) int) metric {
 		return metric{desc(name, help), prometheus.GaugeValue, func(s *dispatcher.Stats) float64 { return float64(v(s)) }}
 	}
-	c := &Collector[R]{
+	c := &Collector{
 		d: d,
 		metrics: []metric{
 			counter("dispatched_total", "Requests sent to workers.", func(s *dispatcher.Stats) int64 { return s.Dispatched }),
@@ -141,7 +141,7 @@ func (f *flowDescs) all() []*prometheus.Desc {
 }
 
 // Describe sends every series' description.
-func (c *Collector[R]) Describe(ch chan<- *prometheus.Desc) {
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.metrics {
 		ch <- m.desc
 	}
@@ -154,7 +154,7 @@ func (c *Collector[R]) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect takes one Stats snapshot and sends every series from it.
-func (c *Collector[R]) Collect(ch chan<- prometheus.Metric) {
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.d.Stats()
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&s))

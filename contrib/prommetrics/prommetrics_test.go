@@ -80,10 +80,10 @@ func num(m *dto.Metric) float64 {
 // TestScrape: after known work (tasks that return, panic, call Goexit, or
 // are canceled before they run), /metrics says so, per worker and in all.
 func TestScrape(t *testing.T) {
-	for _, eng := range dispatcher.Engines {
+	for _, eng := range []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings} {
 		t.Run("engine="+eng.String(), func(t *testing.T) {
 			const n = 64 * 20
-			d, err := dispatcher.New[string](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+			d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 			require.NoError(t, err)
 			defer func() { require.NoError(t, d.Close(context.Background())) }()
 			reg := prometheus.NewRegistry()
@@ -97,16 +97,16 @@ func TestScrape(t *testing.T) {
 
 			ctx := context.Background()
 			for range n {
-				_, err := d.Do(ctx, func(context.Context) (string, error) { time.Sleep(50 * time.Microsecond); return "ok", nil })
+				_, err := dispatcher.Do(ctx, d, func(context.Context) (string, error) { time.Sleep(50 * time.Microsecond); return "ok", nil })
 				require.NoError(t, err)
 			}
-			_, err = d.Do(ctx, func(context.Context) (string, error) { panic("boom") })
+			_, err = dispatcher.Do(ctx, d, func(context.Context) (string, error) { panic("boom") })
 			require.True(t, errors.As(err, new(*dispatcher.PanicError)), "%v", err)
-			_, err = d.Do(ctx, func(context.Context) (string, error) { runtime.Goexit(); return "", nil })
+			_, err = dispatcher.Do(ctx, d, func(context.Context) (string, error) { runtime.Goexit(); return "", nil })
 			require.ErrorIs(t, err, dispatcher.ErrTaskExited)
 			canceled, cancel := context.WithCancel(ctx)
 			cancel()
-			_, err = d.Do(canceled, func(context.Context) (string, error) { return "", nil })
+			_, err = dispatcher.Do(canceled, d, func(context.Context) (string, error) { return "", nil })
 			require.ErrorIs(t, err, context.Canceled)
 
 			// A Goexit's replacement is counted before its answer.
@@ -162,9 +162,9 @@ func TestScrape(t *testing.T) {
 // TestNamespaceAndClosed: WithNamespace renames every series, and a closed
 // dispatcher still reports its final Stats.
 func TestNamespaceAndClosed(t *testing.T) {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(1))
+	d, err := dispatcher.New(dispatcher.WithWorkers(1))
 	require.NoError(t, err)
-	_, err = d.Do(context.Background(), func(context.Context) (int, error) { return 1, nil })
+	_, err = dispatcher.Do(context.Background(), d, func(context.Context) (int, error) { return 1, nil })
 	require.NoError(t, err)
 	require.NoError(t, d.Close(context.Background()))
 	reg := prometheus.NewRegistry()
@@ -182,12 +182,12 @@ func TestNamespaceAndClosed(t *testing.T) {
 func TestTwoDispatchers(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	for _, name := range []string{"a", "b"} {
-		d, err := dispatcher.New[int](dispatcher.WithWorkers(1))
+		d, err := dispatcher.New(dispatcher.WithWorkers(1))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = d.Close(context.Background()) })
 		require.NoError(t, reg.Register(prommetrics.New(d, prommetrics.WithConstLabels(prometheus.Labels{"pool": name}))))
 	}
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(1))
+	d, err := dispatcher.New(dispatcher.WithWorkers(1))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close(context.Background()) })
 	require.Error(t, reg.Register(prommetrics.New(d, prommetrics.WithConstLabels(prometheus.Labels{"pool": "a"}))))
@@ -199,17 +199,17 @@ func TestTwoDispatchers(t *testing.T) {
 // requests outside groups under "default", and every priority class has
 // its line, whether used or not.
 func TestTenantsAndClasses(t *testing.T) {
-	for _, eng := range dispatcher.Engines {
+	for _, eng := range []dispatcher.Engine{dispatcher.Channels, dispatcher.Rings} {
 		t.Run("engine="+eng.String(), func(t *testing.T) {
 			const n, plain = 64 * 10, 5
-			d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithSchedule(dispatcher.ByPriority))
+			d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithSchedule(dispatcher.ByPriority))
 			require.NoError(t, err)
 			defer func() { require.NoError(t, d.Close(context.Background())) }()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(prommetrics.New(d, prommetrics.WithConstLabels(prometheus.Labels{"pool": "test"})))
 
 			ctx := context.Background()
-			g := d.Group(ctx, dispatcher.Tenant("reports"))
+			g := dispatcher.NewGroup[int](ctx, d, dispatcher.Tenant("reports"))
 			for i := range n {
 				v := g.Priority(3)
 				if i%2 == 0 {
@@ -221,7 +221,7 @@ func TestTenantsAndClasses(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, res, n)
 			for range plain {
-				_, err := d.Do(ctx, func(context.Context) (int, error) { return 1, nil })
+				_, err := dispatcher.Do(ctx, d, func(context.Context) (int, error) { return 1, nil })
 				require.NoError(t, err)
 			}
 			// The default tenant's completions are the total's rest, which

@@ -96,13 +96,13 @@ func Serial(buf []byte, chunks, size int) [32]byte {
 // so the combined result equals Serial's whatever the schedule; the first
 // failure (here only a cancellation) cancels the tasks not yet run.
 func Parallel(ctx context.Context, buf []byte, chunks, size, workers int) ([32]byte, error) {
-	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers))
 	if err != nil {
 		return [32]byte{}, err
 	}
 	defer d.Close(context.Background())
 
-	g := d.Group(ctx)
+	g := dispatcher.NewGroup[[32]byte](ctx, d)
 	for i := range chunks {
 		chunk := buf[i*size : (i+1)*size]
 		if err := g.Go(func(context.Context) ([32]byte, error) { return sha256.Sum256(chunk), nil }); err != nil {
@@ -208,15 +208,15 @@ func fill(b []byte, x uint64) uint64 {
 // dispatcher.Map and folds their digests in input order: the result
 // equals StreamSerial's. At most the window's items exist at once.
 func Stream(ctx context.Context, items, size, workers, window int) ([32]byte, error) {
-	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers))
 	if err != nil {
 		return [32]byte{}, err
 	}
 	defer d.Close(context.Background())
 
-	var opts []dispatcher.MapOption
+	var opts []dispatcher.GroupOption
 	if window > 0 {
-		opts = append(opts, dispatcher.MapWindow(window))
+		opts = append(opts, dispatcher.Limit(window))
 	}
 	var pool sync.Pool
 	hash := func(_ context.Context, b *[]byte) ([32]byte, error) {

@@ -347,7 +347,7 @@ func Run(ctx context.Context, c Config) (rep Report, err error) {
 	}
 	client := testpb.NewTestServiceClient(cc)
 
-	d, err := dispatcher.New[*testpb.SimpleResponse](dispatcher.WithWorkers(c.Workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(c.Workers))
 	if err != nil {
 		return rep, err
 	}
@@ -389,7 +389,7 @@ func Local(ctx context.Context, c Config) ([32]byte, time.Duration, error) {
 	if c.Items < 0 || c.Size < 1 || c.Workers < 1 {
 		return out, 0, fmt.Errorf("items must be at least 0, size and workers at least 1")
 	}
-	d, err := dispatcher.New[[32]byte](dispatcher.WithWorkers(c.Workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(c.Workers))
 	if err != nil {
 		return out, 0, err
 	}

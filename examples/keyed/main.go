@@ -29,7 +29,7 @@ func main() {
 
 	// The strategy is pure, so a twin of the dispatcher's tells in advance
 	// where each key goes.
-	twin, err := strategies.NewConsistentHash(strategies.Equal(*workers))
+	twin, err := strategies.New("consistent-hash", strategies.Equal(*workers))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "keyed:", err)
 		os.Exit(1)
@@ -48,7 +48,7 @@ func main() {
 // Run submits perKey requests for each of keys keys, interleaved, and
 // reports whether every key's requests ran in submission order.
 func Run(ctx context.Context, workers, keys, perKey int) (bool, error) {
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(workers), dispatcher.WithStrategyName("consistent-hash"))
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers), dispatcher.WithStrategyName("consistent-hash"))
 	if err != nil {
 		return false, err
 	}
@@ -57,7 +57,7 @@ func Run(ctx context.Context, workers, keys, perKey int) (bool, error) {
 	var futures []*dispatcher.Future[int]
 	for seq := range perKey {
 		for k := range keys {
-			f, err := d.Key(uint64(k)).Submit(ctx, func(context.Context) (int, error) {
+			f, err := dispatcher.Submit(ctx, d.Key(uint64(k)), func(context.Context) (int, error) {
 				mu.Lock()
 				ran[k] = append(ran[k], seq)
 				mu.Unlock()

@@ -29,7 +29,7 @@ var quantiles = []struct {
 // values of a collection agree with each other and d spends nothing on
 // metrics between collections. Unregister the returned Registration
 // before dropping d, or the meter keeps it reachable.
-func Register[R any](m metric.Meter, d *dispatcher.Dispatcher[R]) (metric.Registration, error) {
+func Register(m metric.Meter, d *dispatcher.Dispatcher) (metric.Registration, error) {
 	var errs []error
 	counter := func(name, desc string) metric.Int64ObservableCounter {
 		c, err := m.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit("{request}"))

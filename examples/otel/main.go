@@ -43,7 +43,7 @@ func run(ctx context.Context, out io.Writer, tasks, workers int) (err error) {
 			err = e
 		}
 	}()
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(workers))
+	d, err := dispatcher.New(dispatcher.WithWorkers(workers))
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func run(ctx context.Context, out io.Writer, tasks, workers int) (err error) {
 	}()
 
 	for i := range tasks {
-		if _, err := d.Do(ctx, func(context.Context) (int, error) { time.Sleep(10 * time.Microsecond); return i, nil }); err != nil {
+		if _, err := dispatcher.Do(ctx, d, func(context.Context) (int, error) { time.Sleep(10 * time.Microsecond); return i, nil }); err != nil {
 			return err
 		}
 	}

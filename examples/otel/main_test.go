@@ -71,7 +71,7 @@ func TestCollect(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { require.NoError(t, mp.Shutdown(ctx)) }()
-	d, err := dispatcher.New[int](dispatcher.WithWorkers(2))
+	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close(ctx)) }()
 	reg, err := Register(mp.Meter("test"), d)
@@ -88,12 +88,12 @@ func TestCollect(t *testing.T) {
 	assert.NotContains(t, before, "balancer.task.duration{quantile=0.5}", "no sample, no value")
 
 	for i := range n {
-		_, err := d.Do(ctx, func(context.Context) (int, error) { time.Sleep(50 * time.Microsecond); return i, nil })
+		_, err := dispatcher.Do(ctx, d, func(context.Context) (int, error) { time.Sleep(50 * time.Microsecond); return i, nil })
 		require.NoError(t, err)
 	}
-	_, err = d.Do(ctx, func(context.Context) (int, error) { panic("boom") })
+	_, err = dispatcher.Do(ctx, d, func(context.Context) (int, error) { panic("boom") })
 	require.Error(t, err)
-	_, err = d.Do(ctx, func(context.Context) (int, error) { runtime.Goexit(); return 0, nil })
+	_, err = dispatcher.Do(ctx, d, func(context.Context) (int, error) { runtime.Goexit(); return 0, nil })
 	require.ErrorIs(t, err, dispatcher.ErrTaskExited)
 
 	got := collect()

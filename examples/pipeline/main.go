@@ -105,14 +105,14 @@ type counted struct {
 // It returns the first failure of either stage, which cancels the rest.
 func Run(ctx context.Context, recs []string, c Config) (Report, error) {
 	var rep Report
-	parsers, err := dispatcher.New[struct{}](dispatcher.WithWorkers(c.Parsers))
+	parsers, err := dispatcher.New(dispatcher.WithWorkers(c.Parsers))
 	if err != nil {
 		return rep, err
 	}
 	defer parsers.Close(context.Background())
 	// Short queues in the expensive stage: what it cannot take yet waits
 	// at stage 1 instead of piling up here.
-	counters, err := dispatcher.New[counted](dispatcher.WithWorkers(c.Counters),
+	counters, err := dispatcher.New(dispatcher.WithWorkers(c.Counters),
 		dispatcher.WithWorkerBuffer(1), dispatcher.WithIntakeBuffer(c.Counters))
 	if err != nil {
 		return rep, err
@@ -127,8 +127,8 @@ func Run(ctx context.Context, recs []string, c Config) (Report, error) {
 	fail := func(err error) error { cancel(err); return err }
 	var parsed, countedN atomic.Int64
 
-	stage2 := counters.Group(ctx)
-	stage1 := parsers.Group(ctx)
+	stage2 := dispatcher.NewGroup[counted](ctx, counters)
+	stage1 := dispatcher.NewGroup[struct{}](ctx, parsers)
 	for i, rec := range recs {
 		err := stage1.Go(func(ctx context.Context) (struct{}, error) {
 			parsed.Add(1)

@@ -35,13 +35,13 @@ func main() {
 // Shares runs n requests through a dispatcher with the given strategy and
 // weights and returns how many each worker completed.
 func Shares(ctx context.Context, strategy string, weights []int, n int) ([]int64, error) {
-	d, err := dispatcher.New[int](dispatcher.WithWeights(weights...), dispatcher.WithStrategyName(strategy))
+	d, err := dispatcher.New(dispatcher.WithWeights(weights...), dispatcher.WithStrategyName(strategy))
 	if err != nil {
 		return nil, err
 	}
 	futures := make([]*dispatcher.Future[int], 0, n)
 	for i := range n {
-		f, err := d.Submit(ctx, func(context.Context) (int, error) { return i, nil })
+		f, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { return i, nil })
 		if err != nil {
 			d.Close(context.Background())
 			return nil, err

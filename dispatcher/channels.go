@@ -137,8 +137,6 @@ func (e *channels) setLimit(int, int) {}
 func (e *channels) accepting() bool {
 	b := &e.d.b
 	switch {
-	case b.sched == nil:
-		return b.canTake()
 	case e.runs == nil:
 		// Pike's rendezvous: accepted only when a worker has room for it
 		// beside those already taken. O(workers), as on rings.
@@ -251,11 +249,9 @@ func (e *channels) poll() bool {
 		}
 	}
 	e.settle(false)
-	if b.sched != nil {
-		for r := b.next(); r != nil; r = b.next() {
-			d.dispatch(r)
-			took = true
-		}
+	for r := b.next(); r != nil; r = b.next() {
+		d.dispatch(r)
+		took = true
 	}
 	e.publish()
 	return took
@@ -263,11 +259,7 @@ func (e *channels) poll() bool {
 
 // took dispatches r, or puts it in the schedule.
 func (e *channels) took(r *request) {
-	if b := &e.d.b; b.sched != nil {
-		b.take(r)
-		return
-	}
-	e.d.dispatch(r)
+	e.d.b.take(r)
 }
 
 // completed counts one completion message: c.N requests of worker c.Worker.

@@ -184,10 +184,7 @@ func (e *channels) takeIntake() []*request {
 func (e *channels) intakeStats() (queued, blocked int) {
 	if e.runs == nil {
 		// Unbuffered: nothing waits in the channel, only in the schedule.
-		if s := e.d.b.sched; s != nil {
-			queued = s.len()
-		}
-		return queued, int(e.blocked.Load())
+		return e.d.b.sched.len(), int(e.blocked.Load())
 	}
 	// n counts what is staged, on its way, in the backlog, in the schedule
 	// and held; Queued leaves the held one to Stats.Held.

@@ -114,12 +114,10 @@ func (d *Dispatcher) abandonQueued() {
 			b.complete(i, 1)
 		}
 	}
-	if b.sched != nil {
-		for _, r := range b.sched.takeAll() {
-			b.flow(r).queued--
-			b.answered++
-			d.replyErrB(r, d.abandon)
-		}
+	for _, r := range b.sched.takeAll() {
+		b.flow(r).queued--
+		b.answered++
+		d.replyErrB(r, d.abandon)
 	}
 	for _, r := range b.links.takeIntake() {
 		b.answered++

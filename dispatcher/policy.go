@@ -160,7 +160,7 @@ func (b *balancer) freeSlots() int {
 // drained reports whether nothing the balancer accepted is still
 // unanswered at it or at a worker.
 func (b *balancer) drained() bool {
-	return b.held == nil && b.total == 0 && (b.sched == nil || b.sched.len() == 0)
+	return b.held == nil && b.total == 0 && b.sched.len() == 0
 }
 
 // left is how many requests have left the accepted state: sent to a
@@ -168,8 +168,7 @@ func (b *balancer) drained() bool {
 func (b *balancer) left() int64 { return b.dispatched + b.answered }
 
 // take puts r, which the engine took from its intake, in the schedule,
-// noting when for one request in LatencySampleEvery (its wait). Only when
-// there is a schedule.
+// noting when for one request in LatencySampleEvery (its wait).
 func (b *balancer) take(r *request) {
 	b.stamp(r)
 	b.flow(r).queued++
@@ -217,9 +216,6 @@ func (d *Dispatcher) dispatch(r *request) {
 		b.answered++
 		d.replyErrB(r, d.abandon)
 		return
-	}
-	if b.sched == nil {
-		b.stamp(r) // under a schedule, take stamped it
 	}
 	i := b.strat.Pick(r.key)
 	if !b.isLive(i) {

@@ -205,7 +205,7 @@ func (e *rings) park() {
 	}
 	in.offerLanes(true)
 	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
-		(b.sched != nil && b.sched.len() > 0) ||
+		b.sched.len() > 0 ||
 		in.waitq.n > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)
 	state := parkedIdle
 	if needComp {
@@ -276,31 +276,21 @@ func (e *rings) reaped() bool {
 	return any
 }
 
-// drain dispatches the backlog while requests can go somewhere. Under a
-// schedule it first moves the whole backlog into it, so the schedule
-// chooses among everything taken.
+// drain moves the whole backlog into the schedule, so the schedule
+// chooses among everything taken, then dispatches while requests can go
+// somewhere.
 func (e *rings) drain() bool {
 	d, b := e.d, &e.d.b
-	if b.sched != nil {
-		took := e.next < len(e.backlog)
-		for ; e.next < len(e.backlog); e.next++ {
-			b.take(e.backlog[e.next])
-			e.backlog[e.next] = nil
-		}
-		for r := b.next(); r != nil; r = b.next() {
-			d.dispatch(r)
-			took = true
-		}
-		return took
-	}
-	start := e.next
-	for e.next < len(e.backlog) && b.canTake() {
-		r := e.backlog[e.next]
+	took := e.next < len(e.backlog)
+	for ; e.next < len(e.backlog); e.next++ {
+		b.take(e.backlog[e.next])
 		e.backlog[e.next] = nil
-		e.next++
-		d.dispatch(r)
 	}
-	return e.next != start
+	for r := b.next(); r != nil; r = b.next() {
+		d.dispatch(r)
+		took = true
+	}
+	return took
 }
 
 // workerDone runs on a worker after each finished task, with the tasks

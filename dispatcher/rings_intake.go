@@ -56,8 +56,5 @@ func (e *rings) intakeStats() (queued, blocked int) {
 	in.mu.Lock()
 	queued, blocked = len(in.q)+len(e.backlog)-e.next, in.waitq.n
 	in.mu.Unlock()
-	if s := e.d.b.sched; s != nil {
-		queued += s.len()
-	}
-	return queued, blocked
+	return queued + e.d.b.sched.len(), blocked
 }

@@ -89,8 +89,8 @@ func WithSchedule(s Schedule) Option {
 }
 
 // scheduler holds the requests the balancer took and has not handed out,
-// in the order a schedule gives them. Balancer goroutine only. FIFO has
-// none: the engines keep their own order, at no cost.
+// in the order a schedule gives them. Balancer goroutine only. FIFO's is
+// a plain queue: a push and a pop per request, no allocation once grown.
 type scheduler interface {
 	push(r *request)
 	// pop returns the next request to hand out, or nil when none waits.
@@ -109,7 +109,7 @@ func newScheduler(s Schedule, shares *tenantBook) scheduler {
 	case Fair:
 		return newFairQueue(shares)
 	}
-	return nil
+	return new(fifo)
 }
 
 // fifo is a queue of requests: a slice consumed from head, compacted when

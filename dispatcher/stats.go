@@ -64,7 +64,7 @@ type Stats struct {
 // FlowStats describes the requests of one tenant or one priority class.
 type FlowStats struct {
 	Name       string // the tenant's name, or the class ("0" to "7")
-	Queued     int    // waiting in the balancer's schedule (0 under FIFO, which keeps none)
+	Queued     int    // waiting in the balancer's schedule
 	Dispatched int64  // handed to a worker
 	Running    int64  // handed to a worker and not finished
 	Completed  int64  // finished at a worker (ran, or answered there without running)

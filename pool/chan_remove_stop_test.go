@@ -36,11 +36,11 @@ func TestChanRemoveThenStop(t *testing.T) {
 		c.Spawn = spawn
 		return worker.NewChan(c, i, done)
 	})
-	p.Worker(1).Send(-1) // Goexit: replaced
-	p.Worker(1).Send(5)
+	send(p.Worker(1), -1) // Goexit: replaced
+	send(p.Worker(1), 5)
 	require.NoError(t, p.Remove(1))
-	p.Worker(0).Send(-1)
-	p.Worker(2).Send(7)
+	send(p.Worker(0), -1)
+	send(p.Worker(2), 7)
 	require.NotPanics(t, p.Stop, "Stop after Remove must not close the removed worker again")
 	waited := make(chan struct{})
 	go func() { p.Wait(); close(waited) }()
@@ -59,4 +59,10 @@ func TestChanRemoveThenStop(t *testing.T) {
 			t.Fatalf("worker %d not stopped after Wait", i)
 		}
 	}
+}
+
+// send hands w one item as its own run.
+func send(w *worker.Chan[int], item int) {
+	w.Put(item)
+	w.Publish()
 }

@@ -2,6 +2,10 @@
 // shrinks and stops the workers, owns every goroutine they run, and gives
 // each worker by index. It has no selection logic. A Pool is not safe for
 // concurrent use: the balancer goroutine owns it.
+//
+// It is a building block of package dispatcher, and exports what the
+// dispatcher needs of a worker set, nothing more: build on dispatcher,
+// not on it.
 package pool
 
 import (

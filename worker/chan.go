@@ -123,12 +123,6 @@ func (w *Chan[T]) Publish() {
 	}
 }
 
-// Send is Put then Publish: one item, one message.
-func (w *Chan[T]) Send(item T) {
-	w.Put(item)
-	w.Publish()
-}
-
 // TryTake takes back an item not yet started, without blocking, so the
 // producer can answer it without running it: the first call claims every
 // item Put and not started (published or not, received by the worker or

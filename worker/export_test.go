@@ -12,3 +12,9 @@ func (w *Worker[T]) Pushed() uint64 { return w.put }
 // ChanLen returns how many runs wait in w's channel (an item each when
 // they were sent with Send).
 func ChanLen[T any](w *Chan[T]) int { return len(w.in) }
+
+// Send is Put then Publish: one item, one message.
+func (w *Chan[T]) Send(item T) {
+	w.Put(item)
+	w.Publish()
+}

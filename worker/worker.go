@@ -3,6 +3,10 @@
 // containment, and counts completions where the balancer reads them. A
 // worker never picks and never sees other workers.
 //
+// It is a building block of package dispatcher, and exports what the
+// dispatcher's two engines need of a worker, nothing more: build on
+// dispatcher, not on it.
+//
 // The hand-off costs no channel operation while the worker is busy: the
 // producer (the balancer goroutine) writes a ring slot and publishes it with
 // one atomic store; the worker publishes each completion with one atomic
@@ -66,8 +70,8 @@ const flushEvery = 64
 // start it with Start, stop it with Close (after running what is queued).
 //
 // Put, Publish, TryTake, Close and Closed are for one producer goroutine;
-// Wake and the counters may be used from any goroutine; the rest belongs to
-// the worker goroutine.
+// the counters may be used from any goroutine; the rest belongs to the
+// worker goroutine.
 type Worker[T any] struct {
 	cfg      Config[T]
 	ring     []T
@@ -138,7 +142,7 @@ func (w *Worker[T]) Put(item T) {
 func (w *Worker[T]) Publish() {
 	if w.tail.Load() != w.put { // only this goroutine writes tail
 		w.tail.Store(w.put)
-		w.Wake()
+		w.rouse()
 	}
 }
 
@@ -150,10 +154,10 @@ func (w *Worker[T]) Done() uint64 { return w.done.Load() }
 // every run of up to 64 items and whenever the worker goes idle.
 func (w *Worker[T]) Busy() time.Duration { return time.Duration(w.busy.Load()) }
 
-// Wake wakes the worker if it sleeps. Safe from any goroutine; never blocks:
+// rouse wakes the worker if it sleeps. Safe from any goroutine; never blocks:
 // only the caller whose CompareAndSwap clears sleeping sends, and the worker
 // takes exactly one token per such clearing, so the buffer never fills.
-func (w *Worker[T]) Wake() {
+func (w *Worker[T]) rouse() {
 	if w.sleeping.Load() && w.sleeping.CompareAndSwap(true, false) {
 		w.wake <- struct{}{}
 	}
@@ -162,7 +166,7 @@ func (w *Worker[T]) Wake() {
 // Close makes the worker exit once it has run every item already pushed.
 func (w *Worker[T]) Close() {
 	w.closed.Store(true)
-	w.Wake()
+	w.rouse()
 }
 
 // Closed reports whether Close was called. Producer only (the load is

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -148,62 +147,41 @@ func (e *channels) takeBack(i int) (*request, bool) {
 	return e.pool.Worker(i).TryTake()
 }
 
-// loop is the channel engine's balancer goroutine: Pike's
-// select over the request and completion channels, with control calls and
-// lifecycle kicks beside them. Before it waits in that select it takes what
-// is ready without waiting, and yields its P for a few empty turns: a
-// balancer that is runnable, not parked, costs the workers nothing when
-// they report (their completion sends land in the buffer), where one that
-// parks at every completion pays a wake-up per request.
-func (e *channels) loop() {
-	d := e.d
-	b := &d.b
-	idle := 0 // turns in a row that took nothing
-	for {
-		if d.ctlWaiting.Load() > 0 {
-			d.serveControl()
-		}
-		d.observe()
-		if d.admission {
-			b.publishAdmission(&d.adm)
-		}
-		// Past open the intake is fenced: what is buffered is all there is.
-		if b.seen >= lifeDraining && b.drained() && e.intakeEmpty() {
-			break
-		}
-		if e.runs == nil {
-			e.gate.set(e.accepting() && b.seen == lifeOpen)
-		}
-		if e.poll() {
-			idle = 0
-			continue
-		}
-		if idle < spinTurns {
-			idle++
-			runtime.Gosched()
-			continue
-		}
-		idle = 0
-		reqs, runs := e.reqs, e.runs
-		if !e.accepting() || e.next < len(e.backlog) {
-			reqs, runs = nil, nil // the picked worker is full: serve completions only
-		}
-		e.publish()    // what a control call or the last receive dispatched
-		e.settle(true) // room for the line before the balancer waits
-		select {
-		case q := <-runs:
-			e.receive(q) // taken at the next turn
-		case r := <-reqs:
-			e.took(r)
-		case c := <-e.done:
-			e.completed(c)
-		case f := <-d.ctl:
-			d.ctlWaiting.Add(-1)
-			f()
-		case <-e.kicks:
-		}
+// turn takes what is ready without waiting (see poll). With Pike's
+// unbuffered channel it first tells TrySubmit whether the balancer takes
+// a request now.
+func (e *channels) turn() bool {
+	if e.runs == nil {
+		e.gate.set(e.accepting() && e.d.b.seen == lifeOpen)
 	}
-	d.stop()
+	return e.poll()
+}
+
+// park is Pike's select over the request and completion channels, with
+// control calls and lifecycle kicks beside them. While the picked worker
+// is full (or the backlog is not taken yet) the request case is nil: the
+// balancer serves completions only. What it receives is taken at the next
+// turn.
+func (e *channels) park() {
+	d := e.d
+	reqs, runs := e.reqs, e.runs
+	if !e.accepting() || e.next < len(e.backlog) {
+		reqs, runs = nil, nil
+	}
+	e.publish()    // what a control call or the last receive dispatched
+	e.settle(true) // room for the line before the balancer waits
+	select {
+	case q := <-runs:
+		e.receive(q)
+	case r := <-reqs:
+		e.took(r)
+	case c := <-e.done:
+		e.completed(c)
+	case f := <-d.ctl:
+		d.ctlWaiting.Add(-1)
+		f()
+	case <-e.kicks:
+	}
 }
 
 // pollBatch bounds how many messages of one kind a turn takes without

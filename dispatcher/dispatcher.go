@@ -162,6 +162,6 @@ func New(opts ...Option) (*Dispatcher, error) {
 	if in := d.b.laneIn; in != nil && in.cap > 0 { // without a buffer (Pike's rendezvous) nothing waits for room
 		in.mode = lanesFor(c.schedule)
 	}
-	go d.eng.loop()
+	go d.serve()
 	return d, nil
 }

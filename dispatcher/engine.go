@@ -105,9 +105,17 @@ type engine interface {
 	// intakeStats reports requests accepted and not yet taken by the
 	// balancer, and submitters waiting for room. Balancer only (snapshot).
 	intakeStats() (queued, blocked int)
-	// loop is the balancer goroutine: it runs until the dispatcher has
-	// drained (or abandoned) and every worker has stopped.
-	loop()
+	// turn does, without waiting, what the engine has ready: it takes the
+	// completions and the requests that arrived into the balancer, hands
+	// out what the schedule releases, and publishes the hand-offs. It
+	// reports whether it did anything. Balancer only (serve).
+	turn() bool
+	// park waits until something may have changed: a request, a
+	// completion the balancer waits for, a control call or a kick.
+	park()
+	// intakeEmpty reports whether nothing accepted waits in the intake;
+	// asked once the intake is fenced.
+	intakeEmpty() bool
 	// reap counts every completion the workers have reported, so a
 	// snapshot taken after a request's answer includes it. Balancer only.
 	reap()

@@ -405,12 +405,3 @@ func (d *Dispatcher) replyErrB(r *request, err error) {
 	}
 	r.answer(err)
 }
-
-// spinTurns is how many empty turns the balancer yields its P for before it
-// parks (both engines). A closed loop of requesters submits again within
-// microseconds; yielding (runtime.Gosched, not a busy wait: whoever is
-// runnable runs) lets them do so without the balancer paying a park and a
-// wake-up per request. Without it a closed loop of Do with empty tasks
-// costs markedly more CPU a request; batches and fairness do not move
-// (docs/performance.md, "The yields").
-const spinTurns = 3

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"runtime"
 	"sync/atomic"
 
 	"github.com/gobalancer/balancer/internal/cacheline"
@@ -132,64 +131,46 @@ func (e *rings) publish() {
 	e.dirty = e.dirty[:0]
 }
 
-// loop is the rings engine's balancer goroutine. Each turn it reads
-// completions, dispatches what it holds, then swaps out the intake under
-// one lock; it parks only when a turn did nothing.
-func (e *rings) loop() {
-	d := e.d
-	b := &d.b
-	idle := 0 // turns in a row that did nothing
-	for {
-		if d.ctlWaiting.Load() > 0 {
-			d.serveControl()
-		}
-		d.observe()
-		if d.admission {
-			b.publishAdmission(&d.adm)
-		}
-		progress := e.reaped()
-		progress = e.drain() || progress
-		e.publish()
+// turn reads completions, dispatches what it holds, then swaps out the
+// intake under one lock, where it also settles the line of submitters.
+func (e *rings) turn() bool {
+	b := &e.d.b
+	progress := e.reaped()
+	progress = e.drain() || progress
+	e.publish()
 
-		in := &e.in
-		in.mu.Lock()
-		in.account(b.left())
-		took := false
-		if e.next == len(e.backlog) && len(in.q) > 0 {
-			clear(e.backlog)
-			e.backlog, in.q, e.next = in.q, e.backlog[:0], 0
-			took = true
-		}
-		e.give(in)
-		if in.cap == 0 {
-			in.free = b.freeSlots()
-		}
-		// Hysteresis (offerDue); park wakes the line whenever there is
-		// room at all, so none waits for a balancer that has nothing left
-		// to free.
-		if in.offerDue() {
-			in.offer()
-		}
-		in.offerLanes(false)
-		// The intake is fenced once the lifecycle leaves open (under mu).
-		exit := b.seen >= lifeDraining && len(in.q) == 0 && e.next == len(e.backlog) && b.drained()
-		in.mu.Unlock()
-		if exit {
-			break
-		}
-		if took || progress {
-			idle = 0
-			continue
-		}
-		if idle < spinTurns {
-			idle++
-			runtime.Gosched()
-			continue
-		}
-		idle = 0
-		e.park()
+	in := &e.in
+	in.mu.Lock()
+	in.account(b.left())
+	if e.next == len(e.backlog) && len(in.q) > 0 {
+		clear(e.backlog)
+		e.backlog, in.q, e.next = in.q, e.backlog[:0], 0
+		progress = true
 	}
-	d.stop()
+	e.give(in)
+	if in.cap == 0 {
+		in.free = b.freeSlots()
+	}
+	// Hysteresis (offerDue); park wakes the line whenever there is
+	// room at all, so none waits for a balancer that has nothing left
+	// to free.
+	if in.offerDue() {
+		in.offer()
+	}
+	in.offerLanes(false)
+	in.mu.Unlock()
+	return progress
+}
+
+// intakeEmpty reports whether nothing accepted waits in the intake or the
+// backlog. The lifecycle is past open: the intake is fenced.
+func (e *rings) intakeEmpty() bool {
+	if e.next < len(e.backlog) {
+		return false
+	}
+	e.in.mu.Lock()
+	defer e.in.mu.Unlock()
+	return len(e.in.q) == 0
 }
 
 // park blocks until something may have changed. It is the consumer half of

@@ -83,7 +83,7 @@ func TestAdaptOffKeepsDepth(t *testing.T) {
 // depth; room stays counted right across every change.
 func TestAdaptLimitForTaskTime(t *testing.T) {
 	var b balancer
-	b.init(nopStrategy{}, nopLinks{}, 256, 64, 100*time.Microsecond, []int{1})
+	b.init(nopStrategy{}, nopEngine{}, 256, 64, 100*time.Microsecond, []int{1})
 	b.longFlag(0)
 	b.book = newTenantBook()
 	for _, c := range []struct {
@@ -112,16 +112,8 @@ type nopStrategy struct{}
 func (nopStrategy) Pick(uint64) int         { return 0 }
 func (nopStrategy) Done(int, time.Duration) {}
 
-type nopLinks struct{}
+// nopEngine is an engine for a balancer driven by hand: only setLimit is
+// called.
+type nopEngine struct{ engine }
 
-func (nopLinks) send(int, *request)            {}
-func (nopLinks) takeBack(int) (*request, bool) { return nil, false }
-func (nopLinks) add() int                      { return 0 }
-func (nopLinks) remove(int)                    {}
-func (nopLinks) forget(int) error              { return nil }
-func (nopLinks) busy(int) time.Duration        { return 0 }
-func (nopLinks) replaced() int64               { return 0 }
-func (nopLinks) setLimit(int, int)             {}
-func (nopLinks) recycle(*request)              {}
-func (nopLinks) takeIntake() []*request        { return nil }
-func (nopLinks) stop()                         {}
+func (nopEngine) setLimit(int, int) {}

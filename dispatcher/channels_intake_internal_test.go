@@ -15,14 +15,9 @@ import (
 // synctest.Wait makes each step deterministic.
 
 func runsChannels(capacity int) *channels {
-	e := &channels{
-		d:       &Dispatcher{},
-		runs:    make(chan []*request, 1),
-		kicks:   make(chan struct{}, 1),
-		closing: make(chan struct{}),
-	}
-	e.in.cap = capacity
-	return e
+	d := &Dispatcher{book: newTenantBook()}
+	d.b.book, d.b.sched = d.book, new(fifo)
+	return newChannels(d, capacity, 1)
 }
 
 // fullRuns is runsChannels(capacity) with its buffer full: capacity
@@ -37,13 +32,23 @@ func fullRuns(t *testing.T, capacity int) *channels {
 	return e
 }
 
-// takeAll plays a balancer that takes its whole backlog and sends it to
-// workers.
+// takeAll plays a balancer that hands out everything its schedule holds
+// to workers.
 func (e *channels) takeAll() []*request {
-	q := e.backlog[e.next:]
-	e.d.b.dispatched += int64(len(q))
-	e.next = len(e.backlog)
+	b := &e.d.b
+	var q []*request
+	for r := b.sched.pop(); r != nil; r = b.sched.pop() {
+		b.flow(r).queued--
+		q = append(q, r)
+	}
+	b.dispatched += int64(len(q))
 	return q
+}
+
+// intakeEmpty reports whether nothing waits in the intake.
+func (e *channels) intakeEmpty() bool {
+	q, _ := e.intake()
+	return q == 0
 }
 
 // The first request is a run of its own; those that arrive while it is on
@@ -61,7 +66,7 @@ func TestChannelRunsCoalesce(t *testing.T) {
 	e.receive(q)
 	assert.Equal(t, rs, e.takeAll(), "the staged requests follow the run, in order")
 	assert.False(t, e.sending)
-	queued, _ := e.intakeStats()
+	queued, _ := e.intake()
 	assert.Zero(t, queued)
 
 	// The next request starts a new run at once.
@@ -86,7 +91,7 @@ func TestChannelRunsBufferBound(t *testing.T) {
 		w := lineSubmit(e, t.Context(), r)
 		synctest.Wait()
 		require.False(t, w.done)
-		_, blocked := e.intakeStats()
+		_, blocked := e.intake()
 		require.Equal(t, 1, blocked)
 
 		e.takeAll()
@@ -123,7 +128,7 @@ func TestChannelRunsClose(t *testing.T) {
 		e := runsChannels(3)
 		rs := []*request{{}, {}, {}}
 		require.NoError(t, e.enqueue(t.Context(), rs[0], false))
-		e.receive(<-e.runs) // rs[0] in the backlog
+		e.receive(<-e.runs) // rs[0] in the schedule
 		require.NoError(t, e.enqueue(t.Context(), rs[1], false))
 		require.NoError(t, e.enqueue(t.Context(), rs[2], false)) // staged behind rs[1]'s run
 		ws := make([]*lineResult, 3)
@@ -139,9 +144,10 @@ func TestChannelRunsClose(t *testing.T) {
 		}
 		require.ErrorIs(t, e.enqueue(t.Context(), &request{}, true), ErrClosed)
 		require.False(t, e.intakeEmpty())
-		assert.ElementsMatch(t, rs, e.takeIntake())
+		assert.ElementsMatch(t, rs[1:], e.takeIntake(), "the run on its way and what is staged")
 		assert.True(t, e.intakeEmpty())
 		assert.Empty(t, e.runs)
+		assert.Equal(t, rs[:1], e.takeAll(), "the one received is in the schedule")
 	})
 }
 
@@ -212,7 +218,7 @@ func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 		synctest.Wait()
 		e.d.b.dispatched += 2 // half the buffer free: the balancer offers
 		e.in.mu.Lock()
-		e.settleLocked()
+		e.settleLocked(e.p.left())
 		require.Equal(t, 1, e.in.offered, "one waiter, one offer")
 		// A newcomer arriving between the offer and the waiter's wake-up
 		// takes the room nobody was offered, not the waiter's.
@@ -224,8 +230,8 @@ func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 		require.NoError(t, w.err)
 		e.receive(<-e.runs) // the newcomer's and the waiter's requests, in whichever order they ran
 		q := e.takeAll()
-		require.Len(t, q, 2)
-		require.Contains(t, q, r)
+		require.Len(t, q, 6, "the four received before, then these two")
+		require.Contains(t, q[4:], r)
 	})
 }
 
@@ -234,18 +240,25 @@ func TestChannelRunsOfferedRoomIsTheWaiters(t *testing.T) {
 // where nothing else takes the intake's lock on the balancer's side.
 func TestChannelSettleRefillsSpares(t *testing.T) {
 	for _, capacity := range []int{0, 4} {
-		e := runsChannels(capacity)
+		d := &Dispatcher{book: newTenantBook()}
+		d.b.book, d.b.sched = d.book, new(fifo)
+		var in *intake
+		var settle func()
 		if capacity == 0 {
-			e.runs = nil
-			e.reqs = make(chan *request)
+			e := newPike(d, 1)
+			in, settle = &e.in, e.settle
+		} else {
+			e := newChannels(d, capacity, 1)
+			in, settle = &e.in, func() { e.settle(false) }
 		}
-		e.most = 8
+		sp := &d.b.spares
+		sp.most = 8
 		for range 3 {
-			e.free = append(e.free, &request{async: true})
+			sp.free = append(sp.free, &request{async: true})
 		}
-		e.settle(false)
-		assert.Empty(t, e.free, "capacity %d", capacity)
-		assert.Len(t, e.in.spare, 3, "capacity %d", capacity)
+		settle()
+		assert.Empty(t, sp.free, "capacity %d", capacity)
+		assert.Len(t, in.spare, 3, "capacity %d", capacity)
 	}
 }
 

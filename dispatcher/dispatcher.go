@@ -155,13 +155,22 @@ func New(opts ...Option) (*Dispatcher, error) {
 	if budget < 0 {
 		budget = queueBudget
 	}
-	d.eng = newEngine(d, c.engine, &c, depth, base)
-	d.b.init(strat, d.eng, depth, base, budget, weights)
+	eng, laneIn := newEngine(d, &c, depth, base)
+	d.eng = eng
+	d.b.init(strat, eng, depth, base, budget, weights)
 	d.b.book = d.book
 	d.b.sched = newScheduler(c.schedule, d.book)
-	if in := d.b.laneIn; in != nil && in.cap > 0 { // without a buffer (Pike's rendezvous) nothing waits for room
-		in.mode = lanesFor(c.schedule)
+	if laneIn != nil && laneIn.cap > 0 { // without a buffer nothing waits for room
+		d.b.laneIn = laneIn
+		laneIn.mode = lanesFor(c.schedule)
 	}
+	cfg := d.workerConfig(depth)
+	d.b.ws.start(c.workers, depth, func(i int, spawn func(func())) member {
+		wc := cfg
+		wc.Spawn = spawn
+		wc.Run, wc.Stop = d.runner(i) // its own sample counter and index
+		return eng.worker(i, wc)
+	})
 	go d.serve()
 	return d, nil
 }

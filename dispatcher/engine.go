@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/gobalancer/balancer/worker"
 )
 
 // Engine selects how requests travel between submitters, the balancer and
@@ -79,21 +81,22 @@ func WithEngine(e Engine) Option {
 	})
 }
 
-// engine is everything one engine does, the one seam between the shared
-// policy (balancer, in policy.go) and an engine's own state and goroutine
-// loop. Dispatcher holds exactly one; New selects it (newEngine) and
-// nothing else names an engine's type.
+// engine is a transport: how requests travel from submitters to the
+// balancer, from the balancer to a worker, and how completions come back
+// and a parked balancer is woken. The Dispatcher owns the one balancer
+// loop (serve), the policy and the worker set; an engine never reads the
+// policy's state, and learns what it must through the port it is given
+// (port.go). New selects one (newEngine) and nothing else names an
+// engine's type: a third engine is its files and a line there.
 //
 // The submitter side (enqueue, enqueueGo, fence, kick) is called from any
-// goroutine; the rest (the links, loop, reap, intakeStats) belongs to the
-// balancer goroutine.
+// goroutine; the rest belongs to the balancer goroutine.
 type engine interface {
-	links
 	// enqueue hands r to the balancer, waiting for room if block. Once it
 	// returns nil, r will be answered exactly once.
 	enqueue(ctx context.Context, r *request, block bool) error
-	// enqueueGo is enqueue for Go: the engine supplies the request (its
-	// own recycled one), filled from m, so nothing is allocated unless the
+	// enqueueGo is enqueue for Go: the engine supplies the request (a
+	// recycled one), filled from m, so nothing is allocated unless the
 	// request is accepted.
 	enqueueGo(ctx context.Context, m meta, fn goTask) error
 	// fence stops intake for Close: every later submit, and every blocked
@@ -102,29 +105,38 @@ type engine interface {
 	// kick wakes the balancer to look at the lifecycle or a control call.
 	// Never blocks.
 	kick()
-	// intakeStats reports requests accepted and not yet taken by the
-	// balancer, and submitters waiting for room. Balancer only (snapshot).
-	intakeStats() (queued, blocked int)
-	// turn does, without waiting, what the engine has ready: it takes the
-	// completions and the requests that arrived into the balancer, hands
-	// out what the schedule releases, and publishes the hand-offs. It
-	// reports whether it did anything. Balancer only (serve).
-	turn() bool
-	// park waits until something may have changed: a request, a
-	// completion the balancer waits for, a control call or a kick.
+
+	// worker makes worker i from cfg, wired to the engine's completions.
+	worker(i int, cfg worker.Config[*request]) member
+	// poll does, without waiting, what has arrived: it reports the
+	// completions and takes the requests into the schedule (through the
+	// port), settles the intake's count and its line of submitters, and
+	// reports whether it took anything.
+	poll() bool
+	// park waits until something may have changed: a request the
+	// balancer takes, a completion it waits for, a control call or a kick.
 	park()
-	// intakeEmpty reports whether nothing accepted waits in the intake;
-	// asked once the intake is fenced.
-	intakeEmpty() bool
-	// reap counts every completion the workers have reported, so a
-	// snapshot taken after a request's answer includes it. Balancer only.
-	reap()
+	// intake reports the requests accepted and not yet taken into the
+	// schedule, and the submitters waiting for room. Balancer only.
+	intake() (queued, blocked int)
+	// takeIntake returns every request accepted and not yet taken, for the
+	// abandon (the intake is fenced by then).
+	takeIntake() []*request
+	// setLimit tells the engine worker i's new limit.
+	setLimit(i, limit int)
 }
 
-// newEngine builds the engine e for d: the one place an engine is chosen.
-func newEngine(d *Dispatcher, e Engine, c *config, depth, base int) engine {
-	if e == Channels {
-		return newChannels(d, c.workers, depth, c.intake, c.completion)
+// newEngine builds the engine for d: the one place an engine is chosen. It
+// also returns the intake whose lanes the schedule keeps (nil for Pike's
+// unbuffered channel, where nothing waits for room).
+func newEngine(d *Dispatcher, c *config, depth, base int) (engine, *intake) {
+	switch {
+	case c.engine == Rings:
+		e := newRings(d, c.workers, depth, base, c.intake)
+		return e, &e.in
+	case c.intake == 0:
+		return newPike(d, c.completion), nil
 	}
-	return newRings(d, c.workers, depth, base, c.intake)
+	e := newChannels(d, c.intake, c.completion)
+	return e, &e.in
 }

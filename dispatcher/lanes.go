@@ -78,15 +78,6 @@ func (b *tenantBook) laneOf(mode laneMode, t *tenant, prio uint8) (*lane, int) {
 	return nil, 0
 }
 
-// bound is the most requests the intake admits: twice its buffer with
-// lanes (the second buffer is for lanes under their parts).
-func (in *intake) bound() int {
-	if in.mode == lanesOff {
-		return in.cap
-	}
-	return 2 * in.cap
-}
-
 // weights drops from the list the lanes that hold nothing and have nobody
 // in line, and returns the others' summed weight and their number. Called
 // with mu held.

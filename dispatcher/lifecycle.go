@@ -105,7 +105,7 @@ func (d *Dispatcher) abandonQueued() {
 	// completed, so pending, room and the strategy stay consistent.
 	for i := range b.w {
 		for b.w[i].pending > 0 {
-			r, ok := b.links.takeBack(i)
+			r, ok := b.ws.takeBack(i)
 			if !ok {
 				break
 			}
@@ -119,7 +119,7 @@ func (d *Dispatcher) abandonQueued() {
 		b.answered++
 		d.replyErrB(r, d.abandon)
 	}
-	for _, r := range b.links.takeIntake() {
+	for _, r := range d.eng.takeIntake() {
 		b.answered++
 		d.replyErrB(r, d.abandon)
 	}
@@ -128,8 +128,8 @@ func (d *Dispatcher) abandonQueued() {
 // stop ends the balancer: every worker stops, the last completions are
 // counted, and the final snapshot is kept for Stats.
 func (d *Dispatcher) stop() {
-	d.eng.stop()
-	d.eng.reap()
+	d.b.ws.stop()
+	(*port)(d).reap()
 	s := d.snapshot()
 	d.final.Store(&s)
 	d.life.Store(lifeStopped)

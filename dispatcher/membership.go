@@ -60,7 +60,7 @@ func (d *Dispatcher) removeLocked(i int) {
 	b.pend.add(b.w[i].pending, -b.w[i].pending)
 	b.w[i].removed = true
 	b.live--
-	b.links.remove(i)
+	b.ws.remove(i)
 	if b.w[i].pending == 0 {
 		b.forget(i)
 	}
@@ -128,7 +128,7 @@ func (d *Dispatcher) addLocked(weight int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
-	j := b.links.add()
+	j := b.ws.add()
 	if j < len(b.w) {
 		b.retired += b.w[j].completed
 		b.w[j] = slot{weight: weight, limit: b.base}

@@ -9,17 +9,21 @@ import (
 	"github.com/gobalancer/balancer/strategies"
 )
 
-// balancer is the balancer's policy and its state, written once for both
-// engines: the strategy calls, the held request, room accounting, pending
-// statistics, membership and the lifecycle as the balancer has acted on
-// it. Only the balancer goroutine touches it (no locks guard it); the
-// engine's links are the only part that differs.
+// balancer is the balancer's policy and its state, written once for every
+// engine: the strategy calls, the held request, room accounting, pending
+// statistics, the worker set, membership and the lifecycle as the
+// balancer has acted on it. Only the balancer goroutine touches it (no
+// locks guard it); engines see it through their port.
 type balancer struct {
 	strat strategies.Strategy
 	dyn   strategies.Dynamic   // nil when strat cannot change membership
 	batch strategies.BatchDone // nil when strat takes completions one by one
-	links links
-	depth int // most requests a worker's queue holds (its ring's size on rings)
+	ws    workerSet
+	eng   engine // for setLimit
+	// spares are the finished Go requests the workers handed back, on
+	// their way to the intake's spare list.
+	spares spares
+	depth  int // most requests a worker's queue holds (its ring's size on rings)
 	// base is the limit a worker starts at; with a budget, adapt moves it
 	// between lo and depth by the worker's measured task time.
 	base, lo int
@@ -59,36 +63,6 @@ type balancer struct {
 	pend                                    pendingStats
 }
 
-// links are what an engine does differently: how a request reaches a
-// worker and comes back. Called on the balancer goroutine only.
-type links interface {
-	// send hands r to worker i, which has room (fewer than depth pending).
-	send(i int, r *request)
-	// takeBack removes a request still queued at worker i, if any, so it
-	// can be answered without running (abandon).
-	takeBack(i int) (*request, bool)
-	// add starts a worker and returns its index: the lowest forgotten
-	// one, or a new one; remove makes worker i finish its queue and exit;
-	// forget lets add reuse removed worker i's index, once every request
-	// it had is counted.
-	add() int
-	remove(i int)
-	forget(i int) error
-	// busy is worker i's published busy time; replaced counts goroutines
-	// replaced after a Goexit.
-	busy(i int) time.Duration
-	replaced() int64
-	// setLimit tells the engine worker i's new limit.
-	setLimit(i, limit int)
-	// recycle keeps an async request the balancer answered itself.
-	recycle(r *request)
-	// takeIntake returns every request accepted and not yet received by
-	// the balancer (abandon; the intake is fenced by then).
-	takeIntake() []*request
-	// stop stops every worker and waits for all their goroutines.
-	stop()
-}
-
 // slot is the balancer's view of one worker and the dispatcher's one
 // record of its weight, pending count and removal: the per-request checks
 // (hasRoom, isLive) read them here, with no call and no other cache line.
@@ -115,8 +89,9 @@ type slot struct {
 	unbilled int           // completions since busySeen last moved
 }
 
-func (b *balancer) init(s strategies.Strategy, l links, depth, base int, budget time.Duration, weights []int) {
-	b.strat, b.links, b.depth, b.base, b.budget = s, l, depth, base, budget
+func (b *balancer) init(s strategies.Strategy, e engine, depth, base int, budget time.Duration, weights []int) {
+	b.strat, b.eng, b.depth, b.base, b.budget = s, e, depth, base, budget
+	b.spares = newSpares(len(weights), depth)
 	b.lo = min(minLimit, depth)
 	b.dyn, _ = s.(strategies.Dynamic)
 	b.batch, _ = s.(strategies.BatchDone)
@@ -244,7 +219,7 @@ func (b *balancer) send(i int, r *request) {
 	if r.prio != 0 {
 		b.book.classes[r.prio].dispatched++
 	}
-	b.links.send(i, r)
+	b.ws.send(i, r)
 	b.pend.add(s.pending, 1)
 	s.pending++
 	b.total++
@@ -267,7 +242,7 @@ func (b *balancer) send(i int, r *request) {
 func (b *balancer) account(i, n int) {
 	s := &b.w[i]
 	s.unbilled += n
-	if busy := b.links.busy(i); busy != s.busySeen {
+	if busy := b.ws.busy(i); busy != s.busySeen {
 		s.per = (busy - s.busySeen) / time.Duration(s.unbilled)
 		s.busy += int64(busy - s.busySeen)
 		s.busySeen = busy
@@ -322,7 +297,7 @@ func (b *balancer) adapt(i int) {
 	}
 	had := b.hasRoom(i)
 	s.limit = want
-	b.links.setLimit(i, want)
+	b.eng.setLimit(i, want)
 	if has := b.hasRoom(i); has != had {
 		if has {
 			b.room++
@@ -346,7 +321,7 @@ func (b *balancer) forget(i int) {
 	if !ok || f.Forget(i) != nil {
 		return
 	}
-	if b.links.forget(i) != nil {
+	if b.ws.forget(i) != nil {
 		return // cannot happen: the engine's worker i is removed too
 	}
 	s.forgotten = true
@@ -400,7 +375,7 @@ func (b *balancer) complete(i, n int) {
 func (d *Dispatcher) replyErrB(r *request, err error) {
 	r.took = 0 // never ran: no wait to record when it is reused
 	if r.async {
-		d.b.links.recycle(r)
+		d.b.spares.recycle(r)
 		return
 	}
 	r.answer(err)

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gobalancer/balancer/internal/cacheline"
-	"github.com/gobalancer/balancer/pool"
 	"github.com/gobalancer/balancer/worker"
 )
 
@@ -17,16 +16,17 @@ const (
 	parkedNeedComp
 )
 
-// rings is the rings engine: the locked intake slice (in) swapped out
-// whole, a single-producer ring per worker published once per turn,
-// per-worker atomic completion counters, and Go requests handed back
-// through per-worker return rings. Channels only wake a goroutine that
-// parked with nothing to do. The fields from d to w are read by every
-// goroutine and written only by New; in, state and wake are the shared
-// hand-off; the rest belongs to the balancer goroutine.
+// rings is the rings engine: the locked intake slice (in) the balancer
+// swaps out whole, a single-producer ring per worker published once per
+// turn (worker.Worker), per-worker atomic completion counters, and Go
+// requests handed back through per-worker return rings. Channels only
+// wake a goroutine that parked with nothing to do. The fields from d to
+// base are read by every goroutine and written only by New; in, state and
+// wake are the shared hand-off; the rest belongs to the balancer
+// goroutine.
 type rings struct {
-	d *Dispatcher
-	workerSet[*worker.Worker[*request]]
+	d    *Dispatcher
+	p    *port
 	wake chan struct{} // capacity 1: the balancer's wake-up token
 	base int           // the limit a worker starts at (setLimit)
 
@@ -38,170 +38,121 @@ type rings struct {
 	// clears state from a parked value sends the one token on wake.
 	state atomic.Int32
 	_     cacheline.Pad
-	w     []ringSlot
+	w     []ringSlot // by worker index
 
-	// backlog is the last intake swapped out; next is the first request of
-	// it not yet dispatched.
-	backlog []*request
-	next    int
-
-	// dirty lists the workers given requests not yet published to them:
-	// a turn publishes each worker's ring once, not once per request.
-	dirty []int
-
-	spares // finished Go requests on their way back to submitters
+	emptied []*request // the intake last swapped out, emptied: the next one
 }
 
+// ringSlot is what the engine keeps of one worker: its completion counter
+// as last read, and its wake-up point.
 type ringSlot struct {
-	doneSeen uint64   // the worker's Done() when last reaped
-	dirty    bool     // in rings.dirty
-	ret      *retRing // the worker's finished Go requests
+	worker   *worker.Worker[*request]
+	doneSeen uint64 // the worker's Done() when last reaped
 	// wakeAt is half the worker's limit: the queue length at or below
 	// which its completions wake a balancer waiting for one.
 	wakeAt *cacheline.Padded[atomic.Int32]
 }
 
 func newRings(d *Dispatcher, n, depth, base, intake int) *rings {
-	e := &rings{d: d, spares: newSpares(n, depth), wake: make(chan struct{}, 1), base: base}
+	e := &rings{d: d, p: (*port)(d), wake: make(chan struct{}, 1), base: base}
 	e.in.cap = intake
-	d.b.laneIn = &e.in
 	if intake == 0 {
 		// Every worker is empty until the balancer says otherwise. Only a
 		// zero buffer admits by free slots: the balancer never updates
 		// free for a positive one, which must bound admission alone.
 		e.in.free = n * base
 	}
-	cfg := d.workerConfig(depth)
-	e.pool = pool.New(n, func(i int, spawn func(func())) *worker.Worker[*request] {
-		c := cfg
-		c.Spawn = spawn
-		c.Run, c.Stop = d.runner(i)               // its own sample counter and index
-		at := new(cacheline.Padded[atomic.Int32]) // read per task by this worker only
-		at.V.Store(int32(base / 2))
-		c.Completed = func(queued int) { e.workerDone(&at.V, queued) }
-		rs := ringSlot{ret: newRetRing(depth), wakeAt: at}
-		if i < len(e.w) {
-			e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
-		} else {
-			e.w = append(e.w, rs)
-		}
-		return worker.New(c)
-	})
 	return e
 }
 
-// send never blocks: the worker's ring holds depth items and at most depth
-// are counted against it. The request reaches the worker at the turn's
-// publish.
-func (e *rings) send(i int, r *request) {
-	s := &e.w[i]
-	r.ret = s.ret
-	e.pool.Worker(i).Put(r)
-	if !s.dirty {
-		s.dirty = true
-		e.dirty = append(e.dirty, i)
+// worker makes a ring worker whose completions wake a balancer waiting
+// for one (workerDone).
+func (e *rings) worker(i int, cfg worker.Config[*request]) member {
+	at := new(cacheline.Padded[atomic.Int32]) // read per task by this worker only
+	at.V.Store(int32(e.base / 2))
+	cfg.Completed = func(queued int) { e.workerDone(&at.V, queued) }
+	w := worker.New(cfg)
+	rs := ringSlot{worker: w, wakeAt: at}
+	if i < len(e.w) {
+		e.w[i] = rs // a forgotten index, reused: a new worker, counted from 0
+	} else {
+		e.w = append(e.w, rs)
 	}
+	return w
 }
 
-// takeBack publishes what this turn sent first: a request sent but not yet
-// published is invisible to TryTake, and would reach its worker after the
-// abandon (a held request re-picked in the same turn, say).
-func (e *rings) takeBack(i int) (*request, bool) {
-	e.publish()
-	return e.pool.Worker(i).TryTake()
-}
-
-func (e *rings) takeIntake() []*request {
-	q := e.backlog[e.next:]
-	e.backlog, e.next = nil, 0
+// poll reads the completion counters, then swaps out the intake under one
+// lock, where it also settles the line of submitters, and takes what it
+// swapped out into the schedule.
+func (e *rings) poll() bool {
+	p := e.p
+	took := e.reaped()
 	in := &e.in
 	in.mu.Lock()
-	q = append(q, in.q...)
-	in.q = nil
-	in.mu.Unlock()
-	return q
-}
-
-// publish makes the requests sent this turn visible to their workers.
-func (e *rings) publish() {
-	for _, i := range e.dirty {
-		e.w[i].dirty = false
-		e.pool.Worker(i).Publish()
-	}
-	e.dirty = e.dirty[:0]
-}
-
-// turn reads completions, dispatches what it holds, then swaps out the
-// intake under one lock, where it also settles the line of submitters.
-func (e *rings) turn() bool {
-	b := &e.d.b
-	progress := e.reaped()
-	progress = e.drain() || progress
-	e.publish()
-
-	in := &e.in
-	in.mu.Lock()
-	in.account(b.left())
-	if e.next == len(e.backlog) && len(in.q) > 0 {
-		clear(e.backlog)
-		e.backlog, in.q, e.next = in.q, e.backlog[:0], 0
-		progress = true
-	}
-	e.give(in)
+	in.account(p.left())
+	q := in.q
+	in.q, e.emptied = e.emptied, nil // the last one swapped out, emptied
+	p.spares().give(in)
 	if in.cap == 0 {
-		in.free = b.freeSlots()
+		in.free = p.freeSlots()
 	}
-	// Hysteresis (offerDue); park wakes the line whenever there is
-	// room at all, so none waits for a balancer that has nothing left
-	// to free.
+	// Hysteresis (offerDue); park wakes the line whenever there is room
+	// at all, so none waits for a balancer that has nothing left to free.
 	if in.offerDue() {
 		in.offer()
 	}
 	in.offerLanes(false)
 	in.mu.Unlock()
-	return progress
+	for i, r := range q {
+		p.take(r)
+		q[i] = nil
+	}
+	e.emptied = q[:0]
+	return took || len(q) > 0
 }
 
-// intakeEmpty reports whether nothing accepted waits in the intake or the
-// backlog. The lifecycle is past open: the intake is fenced.
-func (e *rings) intakeEmpty() bool {
-	if e.next < len(e.backlog) {
-		return false
-	}
-	e.in.mu.Lock()
-	defer e.in.mu.Unlock()
-	return len(e.in.q) == 0
+// intake reports what waits in the intake, and the line. Balancer only.
+func (e *rings) intake() (queued, blocked int) {
+	in := &e.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.q), in.waitq.n
+}
+
+// takeIntake returns what waits in the intake, for the abandon.
+func (e *rings) takeIntake() []*request {
+	in := &e.in
+	in.mu.Lock()
+	q := in.q
+	in.q = nil
+	in.mu.Unlock()
+	return q
 }
 
 // park blocks until something may have changed. It is the consumer half of
 // the wake protocol: publish the parked state, then look again, so a
 // producer either sees the state (and sends a token) or is seen here.
 func (e *rings) park() {
-	d := e.d
-	b := &d.b
+	d, p := e.d, e.p
 	in := &e.in
 	in.mu.Lock()
 	if in.waitq.n > 0 && in.admits() {
 		in.offer()
 	}
 	in.offerLanes(true)
-	needComp := b.held != nil || e.next < len(e.backlog) || b.room == 0 ||
-		b.sched.len() > 0 ||
-		in.waitq.n > 0 || in.offered > 0 || (b.seen >= lifeDraining && b.total > 0)
+	needComp := p.awaiting() || in.waitq.n > 0 || in.offered > 0
 	state := parkedIdle
 	if needComp {
 		state = parkedNeedComp
 	}
 	e.state.Store(state)
-	// New intake is work only once the backlog is gone: until then the
-	// balancer would not take it, and waking for it would spin.
-	work := len(in.q) > 0 && e.next == len(e.backlog)
+	work := len(in.q) > 0
 	in.mu.Unlock()
 	if !work && needComp {
 		work = e.completions()
 	}
 	if !work {
-		work = d.life.Load() != b.seen
+		work = p.changed()
 	}
 	if work {
 		if !e.state.CompareAndSwap(state, running) {
@@ -222,56 +173,33 @@ func (e *rings) park() {
 
 // completions reports whether any worker finished something not reaped.
 func (e *rings) completions() bool {
-	b := &e.d.b
-	for i := range b.w {
-		if b.w[i].pending > 0 && e.pool.Worker(i).Done() != e.w[i].doneSeen {
+	for i := range e.w {
+		if s := &e.w[i]; e.p.busy(i) && s.worker.Done() != s.doneSeen {
 			return true
 		}
 	}
 	return false
 }
 
-// reap reads every worker's completion counter.
-func (e *rings) reap() { e.reaped() }
-
-// reaped reads every worker's completion counter and reports what changed.
+// reaped reads the completion counters of the workers with requests
+// pending and reports what changed.
 func (e *rings) reaped() bool {
-	b := &e.d.b
 	any := false
-	for i := range b.w {
-		if b.w[i].pending == 0 {
+	for i := range e.w {
+		if !e.p.busy(i) {
 			continue
 		}
 		s := &e.w[i]
-		done := e.pool.Worker(i).Done()
+		done := s.worker.Done()
 		if done == s.doneSeen {
 			continue
 		}
 		n := int(done - s.doneSeen)
 		s.doneSeen = done
-		e.collect(s.ret)
-		b.account(i, n)
-		b.complete(i, n)
+		e.p.completed(i, n)
 		any = true
 	}
 	return any
-}
-
-// drain moves the whole backlog into the schedule, so the schedule
-// chooses among everything taken, then dispatches while requests can go
-// somewhere.
-func (e *rings) drain() bool {
-	d, b := e.d, &e.d.b
-	took := e.next < len(e.backlog)
-	for ; e.next < len(e.backlog); e.next++ {
-		b.take(e.backlog[e.next])
-		e.backlog[e.next] = nil
-	}
-	for r := b.next(); r != nil; r = b.next() {
-		d.dispatch(r)
-		took = true
-	}
-	return took
 }
 
 // workerDone runs on a worker after each finished task, with the tasks

@@ -48,13 +48,3 @@ func (e *rings) fence() {
 	in.wakeAll() // blocked submitters return ErrClosed
 	in.mu.Unlock()
 }
-
-// intakeStats: the balancer's backlog is its own, read on the balancer
-// goroutine (snapshot); the rest is under the lock.
-func (e *rings) intakeStats() (queued, blocked int) {
-	in := &e.in
-	in.mu.Lock()
-	queued, blocked = len(in.q)+len(e.backlog)-e.next, in.waitq.n
-	in.mu.Unlock()
-	return queued + e.d.b.sched.len(), blocked
-}

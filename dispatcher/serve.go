@@ -24,9 +24,9 @@ func (d *Dispatcher) serve() {
 		if d.admission {
 			b.publishAdmission(&d.adm)
 		}
-		progress := d.eng.turn()
+		progress := d.turn()
 		// Past open the intake is fenced: what is buffered is all there is.
-		if b.seen >= lifeDraining && b.drained() && d.eng.intakeEmpty() {
+		if b.seen >= lifeDraining && b.drained() && d.intakeEmpty() {
 			break
 		}
 		if progress {
@@ -42,6 +42,34 @@ func (d *Dispatcher) serve() {
 		d.eng.park()
 	}
 	d.stop()
+}
+
+// turn takes what the engine has ready (requests into the schedule,
+// completions), hands out what the schedule releases while workers have
+// room, and publishes the hand-offs; it reports whether it did anything.
+func (d *Dispatcher) turn() bool {
+	b := &d.b
+	progress := d.eng.poll()
+	for r := b.next(); r != nil; r = b.next() {
+		d.dispatch(r)
+		progress = true
+	}
+	b.ws.flush()
+	return progress
+}
+
+// intakeEmpty reports whether nothing accepted waits in the intake.
+func (d *Dispatcher) intakeEmpty() bool {
+	queued, _ := d.eng.intake()
+	return queued == 0
+}
+
+// reap takes every completion the workers have reported, so a snapshot
+// read after an answer counts its request (workers report before
+// answering), and at the stop the last ones.
+func (p *port) reap() {
+	for p.eng.poll() {
+	}
 }
 
 // spinTurns is how many empty turns the balancer yields its P for before it

@@ -81,7 +81,7 @@ func (d *Dispatcher) Stats() Stats {
 	if !d.made() {
 		return s // nothing was ever dispatched
 	}
-	if err := d.call(func() error { d.eng.reap(); s = d.snapshot(); return nil }); err != nil {
+	if err := d.call(func() error { (*port)(d).reap(); s = d.snapshot(); return nil }); err != nil {
 		// Stopped: the final snapshot is set. Each caller gets its own
 		// Workers, as from a live dispatcher.
 		s = *d.final.Load()
@@ -105,14 +105,15 @@ func (d *Dispatcher) snapshot() Stats {
 		Pending:          b.total,
 		Held:             b.held != nil,
 		Stalls:           b.stalls,
-		Replaced:         b.links.replaced(),
+		Replaced:         b.ws.replaced(),
 		Panics:           d.panics.Load(),
 		Goexits:          d.goexits.Load(),
 		Canceled:         d.canceled.Load(),
 
 		PanicHandlerFailures: d.handlerFailures.Load(),
 	}
-	s.Queued, s.Blocked = d.eng.intakeStats()
+	queued, blocked := d.eng.intake()
+	s.Queued, s.Blocked = queued+b.sched.len(), blocked
 	s.Tenants, s.Classes = d.book.snapshot(b.dispatched, b.completed)
 	var live int
 	var s1, s2 float64

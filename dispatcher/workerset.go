@@ -11,33 +11,84 @@ import (
 	"github.com/gobalancer/balancer/worker"
 )
 
-// member is what the balancer needs of a worker of either engine beyond
-// what the pool does.
+// member is what the balancer needs of a worker of any engine: the pool's
+// part, the hand-off of requests (Put, made visible by Publish, taken back
+// by TryTake) and its busy time. worker.Chan and worker.Worker are both.
 type member interface {
 	pool.Member
+	Put(r *request)
+	Publish()
+	TryTake() (*request, bool)
 	Busy() time.Duration
 }
 
-// workerSet is the part of an engine's links that only asks its pool:
-// membership, busy time, replacements and the final stop. Embedded by both
-// engines, whose other links differ.
-type workerSet[W member] struct {
-	pool *pool.Pool[W]
+// workerSet is the balancer's workers, whatever the engine: the pool,
+// each worker's return ring for finished Go requests, and the workers
+// given requests this turn, published once per turn (a run per worker
+// per turn, not a message or a store per request). The engine only makes
+// each worker (engine.worker), wired to its completions. Balancer only.
+type workerSet struct {
+	pool   *pool.Pool[member]
+	ret    []*retRing // by worker index
+	dirty  []int      // workers given requests not yet published
+	marked []bool     // by worker index: in dirty
 }
 
-func (s *workerSet[W]) add() int                 { return s.pool.Add() }
-func (s *workerSet[W]) forget(i int) error       { return s.pool.Forget(i) }
-func (s *workerSet[W]) busy(i int) time.Duration { return s.pool.Worker(i).Busy() }
-func (s *workerSet[W]) replaced() int64          { return s.pool.Replaced() }
+// start makes n workers, each by mk from a fresh config and its return
+// ring.
+func (s *workerSet) start(n, depth int, mk func(i int, spawn func(func())) member) {
+	s.pool = pool.New(n, func(i int, spawn func(func())) member {
+		for len(s.ret) <= i {
+			s.ret = append(s.ret, nil)
+			s.marked = append(s.marked, false)
+		}
+		s.ret[i] = newRetRing(depth) // a forgotten index, reused: a new worker's
+		return mk(i, spawn)
+	})
+}
+
+// send puts r in worker i's next run; flush publishes it.
+func (s *workerSet) send(i int, r *request) {
+	r.ret = s.ret[i]
+	s.pool.Worker(i).Put(r)
+	if !s.marked[i] {
+		s.marked[i] = true
+		s.dirty = append(s.dirty, i)
+	}
+}
+
+// flush publishes what this turn sent. Called before the balancer waits
+// for anything, so nothing put is left unsent.
+func (s *workerSet) flush() {
+	for _, i := range s.dirty {
+		s.pool.Worker(i).Publish()
+		s.marked[i] = false
+	}
+	s.dirty = s.dirty[:0]
+}
+
+// takeBack removes a request still queued at worker i, if any, so it can
+// be answered without running (abandon). What this turn sent is published
+// first: a request sent but not yet published would reach its worker
+// after the abandon (a held request re-picked in the same turn, say).
+func (s *workerSet) takeBack(i int) (*request, bool) {
+	s.flush()
+	return s.pool.Worker(i).TryTake()
+}
+
+func (s *workerSet) add() int                 { return s.pool.Add() }
+func (s *workerSet) forget(i int) error       { return s.pool.Forget(i) }
+func (s *workerSet) busy(i int) time.Duration { return s.pool.Worker(i).Busy() }
+func (s *workerSet) replaced() int64          { return s.pool.Replaced() }
 
 // remove closes worker i. The balancer's slot is its record of membership
 // and it removes only a worker its slot says is live; the pool's refusal
 // (ErrNoWorker, asked of the worker) guards other callers and cannot
 // happen here.
-func (s *workerSet[W]) remove(i int) { _ = s.pool.Remove(i) }
+func (s *workerSet) remove(i int) { _ = s.pool.Remove(i) }
 
 // stop stops every worker and waits for all their goroutines.
-func (s *workerSet[W]) stop() {
+func (s *workerSet) stop() {
 	s.pool.Stop()
 	s.pool.Wait()
 }

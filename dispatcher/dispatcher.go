@@ -1,26 +1,30 @@
-// Package dispatcher is Pike's heap load balancer as an embeddable,
-// generic work dispatcher. Requesters submit tasks to one shared intake; a
-// single balancer goroutine asks a strategy for a worker, hands the request
-// to that worker's queue and counts it pending; the worker runs it, answers
-// the requester and counts the completion; the balancer tells the strategy.
+// Package dispatcher is Pike's heap load balancer as an embeddable work
+// dispatcher for tasks of every result type. Requesters submit tasks to
+// one shared intake; a single balancer goroutine takes them into its
+// schedule, asks a strategy for a worker for the next one, hands it to
+// that worker's queue and counts it pending; the worker runs it, answers
+// the requester and counts the completion; the balancer tells the
+// strategy.
 //
 // Unlike the textbook version, the balancer never blocks on a worker: it
 // sends only to a worker with room, and when the picked worker is full it
-// stops taking requests and serves completions until there is room.
+// holds that request and serves completions until there is room, while
+// what arrives waits in the schedule, bounded by the intake buffer.
 //
-// Two engines carry requests (WithEngine). Channels is the textbook
-// topology: a shared request channel, a channel per worker and a
-// completion channel. Its messages carry runs where there are several: the
-// requests submitted while the last run was on its way to the balancer,
-// the requests the balancer gave one worker in one turn, and the
-// completions of Go requests, which nobody waits for (see
+// The Dispatcher owns the balancer's loop, its policy and the workers;
+// an engine (WithEngine) is the transport between them. Channels is the
+// textbook topology: a shared request channel, a channel per worker and a
+// completion channel. Its messages carry runs where there are several:
+// the requests submitted while the last run was on its way to the
+// balancer, the requests the balancer gave one worker in one turn, and
+// the completions of Go requests, which nobody waits for (see
 // WithCompletionBuffer); with WithIntakeBuffer(0) the request channel is
-// Pike's unbuffered one, a rendezvous per request. Rings has no
-// channel operation per request besides the answer: the intake is a locked
-// slice the balancer swaps out whole, each worker's queue is a
-// single-producer ring, and completions are per-worker atomic counters;
-// channels only wake a goroutine that parked with nothing to do. Both run
-// the same balancer policy and give the same guarantees (docs/design.md).
+// Pike's unbuffered one, a rendezvous per request. Rings has no channel
+// operation per request besides the answer: the intake is a locked slice
+// the balancer swaps out whole, each worker's queue is a single-producer
+// ring, and completions are per-worker atomic counters; channels only
+// wake a goroutine that parked with nothing to do. Both give the same
+// guarantees (docs/design.md).
 package dispatcher
 
 import (
@@ -32,8 +36,11 @@ import (
 	"github.com/gobalancer/balancer/strategies"
 )
 
-// Dispatcher balances tasks returning R over a set of workers. Create it
-// with New and stop it with Close. All methods are safe for concurrent use.
+// Dispatcher balances tasks of any result type over one set of workers,
+// under one schedule: Go takes a task that returns an error, and the
+// package functions Do, Submit, TrySubmit, NewGroup and Map take tasks
+// that return a value of any type. Create it with New and stop it with
+// Close. All methods are safe for concurrent use.
 //
 // Nested submits. A task may submit to any dispatcher, its own included.
 // A blocking submit (Do, Submit, Go, Group.Go) waits for room whoever

@@ -9,12 +9,12 @@ import (
 )
 
 // ErrGroupDone: Go or TryGo on a Group whose Wait has returned. A Group
-// runs one batch; start another with Dispatcher.Group.
+// runs one batch; start another with NewGroup.
 var ErrGroupDone = errors.New("dispatcher: group already waited")
 
 // Group runs a batch of tasks on a dispatcher, as errgroup.WithContext or
 // pond's groups do, and collects their answers in submission order. Make
-// it with Dispatcher.Group; submit with Go (waits for room) or TryGo
+// it with NewGroup; submit with Go (waits for room) or TryGo
 // (never waits); collect with Wait, or range over Results to take each
 // answer as soon as those before it are in (or, with CompletionOrder, as
 // soon as it is in). Many groups may share one dispatcher: their tasks
@@ -258,7 +258,7 @@ func (v GroupView[R]) TryGo(task func(context.Context) (R, error)) bool {
 
 func (g *Group[R]) submit(m meta, task func(context.Context) (R, error), block bool) error {
 	if g == nil || g.d == nil {
-		return ErrNotStarted // a zero Group or GroupView: not made by Dispatcher.Group
+		return ErrNotStarted // a zero Group or GroupView: not made by NewGroup
 	}
 	s, err := g.reserve(block)
 	if err != nil {

@@ -38,7 +38,7 @@ import (
 // the group's error. A panic in the loop body leaves the group as it is,
 // for Wait (or another range) to finish. Results on a group already done
 // (Wait or a Results range has ended) yields one (zero, ErrGroupDone); on
-// a group not made by Dispatcher.Group, (zero, ErrNotStarted). A range and
+// a group not made by NewGroup, (zero, ErrNotStarted). A range and
 // a Wait, or two ranges, run one after the other, as two Waits do.
 func (g *Group[R]) Results() iter.Seq2[R, error] {
 	return func(yield func(R, error) bool) {

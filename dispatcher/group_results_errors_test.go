@@ -214,7 +214,7 @@ func TestGroupResultsLimit(t *testing.T) {
 
 // TestGroupResultsEmpty: an empty group's range yields nothing and ends;
 // the group is then done, with no error. A group not made by
-// Dispatcher.Group yields ErrNotStarted.
+// NewGroup yields ErrNotStarted.
 func TestGroupResultsEmpty(t *testing.T) {
 	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))

@@ -108,6 +108,10 @@ func TestDoAllocatesNothing(t *testing.T) {
 			allocs["Do *int"] = doAllocs(ctx, d, new(int))
 			allocs["Do error"] = doAllocs[error](ctx, d, nil)
 			allocs["Go"] = testing.AllocsPerRun(10000, func() { _ = d.Go(ctx, goTask) })
+			view := d.Key(3)
+			task := ok(1)
+			allocs["Do through a View"] = testing.AllocsPerRun(10000, func() { _, _ = dispatcher.Do(ctx, view, task) })
+			allocs["Go through a View"] = testing.AllocsPerRun(10000, func() { _ = view.Go(ctx, goTask) })
 		})
 		require.Positive(t, d.Stats().Latency.Samples, "the runs were sampled")
 		for what, n := range allocs {

@@ -118,7 +118,7 @@ type mapRun[T, R any] struct {
 	head   int // the next item to yield
 	tail   int // the next item to submit
 
-	// failed: a task failed (not with MapContinueOnError); no more input
+	// failed: a task failed (not with CollectErrors); no more input
 	// is read, as nothing past the failure will be yielded.
 	failed atomic.Bool
 }

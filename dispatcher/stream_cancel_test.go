@@ -122,13 +122,13 @@ func TestMapContextEndsWhileQueued(t *testing.T) {
 	})
 }
 
-// TestMapWindowBoundsReads: the window counts the item being read: at
+// TestMapLimitBoundsReads: the window counts the item being read: at
 // every read of the input, at most the window's worth of items has been
 // read and not yet yielded, at the smallest windows too (with window 1,
 // item 1 is read only once item 0 is answered and yielded), and the
 // window still runs that many tasks at once. Before, the input was read
 // one item ahead of a full window. On both engines, under every schedule.
-func TestMapWindowBoundsReads(t *testing.T) {
+func TestMapLimitBoundsReads(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		forEachSchedule(t, func(t *testing.T, sched dispatcher.Schedule) {
 			for window := 1; window <= 3; window++ {
@@ -181,7 +181,7 @@ func TestMapWindowBoundsReads(t *testing.T) {
 }
 
 // TestMapNoReadAfterFailure: once a task has failed (without
-// MapContinueOnError) the input is not read again, so a one-shot input
+// CollectErrors) the input is not read again, so a one-shot input
 // loses no item to a stream that ended: the failing item is the last one
 // read. With window 1, item 0 fails and is the only item read. With a
 // wider window the failing item is the window's last, and the items

@@ -45,7 +45,7 @@ func ExampleMap() {
 }
 
 // By default a task's error ends the stream after the results of the
-// items before it; MapContinueOnError yields it beside its item instead.
+// items before it; CollectErrors yields it beside its item instead.
 func ExampleMap_collectErrors() {
 	d, err := dispatcher.New(dispatcher.WithWorkers(2))
 	if err != nil {
@@ -65,7 +65,7 @@ func ExampleMap_collectErrors() {
 	for n, err := range dispatcher.Map(context.Background(), d, in, length) {
 		fmt.Println(" ", n, err)
 	}
-	fmt.Println("MapContinueOnError:")
+	fmt.Println("CollectErrors:")
 	for n, err := range dispatcher.Map(context.Background(), d, in, length, dispatcher.CollectErrors()) {
 		fmt.Println(" ", n, err)
 	}
@@ -73,7 +73,7 @@ func ExampleMap_collectErrors() {
 	// default:
 	//   6 <nil>
 	//   0 too short
-	// MapContinueOnError:
+	// CollectErrors:
 	//   6 <nil>
 	//   0 too short
 	//   5 <nil>

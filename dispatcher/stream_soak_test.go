@@ -50,7 +50,7 @@ func TestMapSoak(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("VmHWM before the streams: %.1f MB", float64(before)/(1<<20))
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d, err := dispatcher.New[int](dispatcher.WithEngine(eng), dispatcher.WithWorkers(runtime.GOMAXPROCS(0)))
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(runtime.GOMAXPROCS(0)))
 		require.NoError(t, err)
 		defer func() { require.NoError(t, d.Close(context.Background())) }()
 		in := func(yield func(int) bool) {

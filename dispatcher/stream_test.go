@@ -86,7 +86,7 @@ func TestMapOrdered(t *testing.T) {
 	})
 }
 
-// TestMapDefaultWindow: without MapWindow the window keeps the workers
+// TestMapDefaultWindow: without Limit the window keeps the workers
 // busy: with 4 workers, 4 tasks run at once.
 func TestMapDefaultWindow(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
@@ -291,9 +291,9 @@ func TestMapErrorInInputOrder(t *testing.T) {
 	})
 }
 
-// TestMapContinueOnError: with MapContinueOnError every item is yielded,
+// TestMapCollectErrors: with CollectErrors every item is yielded,
 // its error beside it, panics included.
-func TestMapContinueOnError(t *testing.T) {
+func TestMapCollectErrors(t *testing.T) {
 	boom := errors.New("boom")
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))

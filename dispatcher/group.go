@@ -35,52 +35,52 @@ var ErrGroupDone = errors.New("dispatcher: group already waited")
 // Wait returned (Wait waits for it), and otherwise gets ErrGroupDone.
 //
 // Cost: no allocation per task beyond its result slot, which the group
-// allocates in chunks; Wait allocates the result slice. A Results range
-// reuses the slots it has yielded, so a group ranged over while it is fed
-// holds what is in flight and what waits to be read, not every task.
+// allocates in chunks, and no channel operation per task: an answer marks
+// its slot, and wakes Wait or Results only if it sleeps on that slot.
+// Wait allocates the result slice. A Results range reuses the slots it
+// has yielded, so a group ranged over while it is fed holds what is in
+// flight and what waits to be read, not every task.
 type Group[R any] struct {
 	d          *Dispatcher
 	ctx        context.Context
 	cancel     context.CancelCauseFunc
+	m          meta // its tenant and class, which views change per task
 	collect    bool
 	completion bool  // CompletionOrder
 	bad        error // why the group was refused at construction
 	// first is the failure that cancelled the group (not with
 	// CollectErrors): the error itself, as its slot may be reused.
-	first  atomic.Pointer[error]
-	tenant *tenant
-	m      meta          // the class of its tasks (Priority), which views change
-	sem    chan struct{} // a token per task accepted and not answered (Limit); nil without
-
+	first atomic.Pointer[error]
+	sem   chan struct{} // a token per task accepted and not answered (Limit); nil without
+	// wake (capacity 1) wakes the one reader, Wait or Results: when the
+	// slot it sleeps on is answered, or, with CompletionOrder, when an
+	// answer lands on the empty done stack.
+	wake chan struct{}
 	// done is the stack of kept slots answered and not yet taken by
 	// Results, newest on top (CompletionOrder only): whoever completes a
 	// slot, its worker or its submit, pushes it; Results takes the whole
-	// stack at once. doneWake (capacity 1) gets a token when a push finds
-	// the stack empty: Results sleeps on it only after finding it empty.
-	done     atomic.Pointer[groupSlot[R]]
-	doneWake chan struct{}
+	// stack at once.
+	done atomic.Pointer[groupSlot[R]]
 
-	mu        sync.Mutex
-	wake      sync.Cond // Wait and Results wait on it for submits in progress
-	chunks    []*groupChunk[R]
-	free      *groupSlot[R] // slots to reuse (refused TryGo calls', and those Results yielded), linked by next
-	slots     int           // slots allocated
-	count     int           // slots kept: the next kept slot's index
-	accepts   int           // slots the dispatcher accepted, ever
-	reserving int           // slots taken whose submit has not returned
-	pending   int           // kept slots Results has not yielded
-	waiting   bool          // Wait or Results is in wake.Wait
-	taken     bool          // a Results range has begun: the group keeps no value it yields
-	finished  bool          // Wait or Results has collected the results
-
-	// The kept slots as a list in index order, for Results in submission
-	// order (no allocation: each slot links the next); Results takes them
-	// from the front. batch: the slots Results took off done and has not
-	// yielded yet, in completion order.
+	mu      sync.Mutex
+	settled sync.Cond // the reader waits on it for submits in progress
+	// kept, to lastKept, are the kept slots in submission order, linked
+	// by after; Results in submission order takes them from the front.
+	// Once a Results range in completion order has begun, slots are kept
+	// in pending alone.
 	kept, lastKept *groupSlot[R]
-	batch          *groupSlot[R]
+	count          int           // slots kept: the next one's index
+	free           *groupSlot[R] // slots to reuse, linked by next
+	chunk          int           // the size of the last chunk of slots allocated
+	slots          int           // slots allocated
+	reserving      int           // submits in progress
+	pending        int           // kept slots Results has not yielded
+	waiting        bool          // the reader waits on settled
+	taken          bool          // a Results range has begun: the group keeps no value it yields
+	finished       bool          // Wait or Results has collected the results
+	batch          *groupSlot[R] // CompletionOrder: taken off done, not yet yielded
 	// yielded: the failures Results has yielded, which the group's error
-	// still needs once their slots are reused (see note).
+	// still needs once their slots are reused.
 	yielded []failure
 
 	waitMu sync.Mutex // one Wait collects; the others return its result
@@ -88,68 +88,38 @@ type Group[R any] struct {
 	err    error
 }
 
-// groupChunk is a run of slots that never moves (the dispatcher holds
-// pointers into it) and the channel its requests are answered on. The
-// channel holds one token per slot, so a worker's answer never blocks
-// even when nobody is in Wait yet.
-//
-// Tokens do not say whose answer they are, so a slot Results yields is
-// reused only once its chunk has had a token taken for every accepted
-// slot freed (received >= freed): the tokens not yet taken are then
-// those of slots not yet freed, at most one each, and a worker's answer
-// still never blocks. The worker that answered the freed slot may not
-// have sent its token yet; after answered it reads only r.fut and r.done,
-// which a slot never changes, so reusing the slot races with nothing.
-type groupChunk[R any] struct {
-	slots    []groupSlot[R]
-	used     int // slots handed out
-	accepted int // answers that will arrive on done
-	received int // answers Wait or Results has taken
-	freed    int // accepted slots Results yielded and freed for reuse
-	done     chan struct{}
-}
-
-// groupSlot is one task of a group: its request, answered by the
-// dispatcher's ordinary path (value, error, panic, Goexit, cancellation,
-// abandon), is the result slot. The slot is the request's owner, so the
-// worker that runs it reports a failure to it as it happens; the request
-// runs with the group's context.
+// groupSlot is one task of a group: its result slot, whose request the
+// dispatcher answers by its ordinary path (value, error, panic, Goexit,
+// cancellation, abandon). The slot owns its request, so the worker that
+// runs it reports a failure to it as it happens; the request runs with
+// the group's context.
 type groupSlot[R any] struct {
-	r request
-	typed[R]
+	resultSlot[R]
 	g     *Group[R]
-	c     *groupChunk[R]
-	index int // position in Wait's result, or -1 while not kept (or freed)
-	// state: slotKept once its submit has settled, slotAnswered once the
-	// answer (or a Go's refusal, then also slotRefused) is in r, set
-	// before the answer's token; Results in submission order waits for it
-	// slot by slot. With CompletionOrder whoever sets the second of kept
-	// and answered pushes the slot on g.done.
-	state atomic.Uint32
-	// next: the next kept slot (index+1), or the next free one, under
-	// g.mu; with CompletionOrder, the slot below it on g.done or in
-	// g.batch.
-	next *groupSlot[R]
+	index int           // position in Wait's result
+	after *groupSlot[R] // the next kept slot
+	next  *groupSlot[R] // the next free slot, or the one below on done or in batch
 }
-
-const (
-	slotKept uint32 = 1 << iota
-	slotAnswered
-	slotRefused // kept with a Go's refusal: no token comes
-)
 
 // taskFailed: the group is told of a failure while its other tasks still
 // run, not when Wait looks.
 func (s *groupSlot[R]) taskFailed(err error) { s.g.failed(err) }
 
-// answered frees the task's place under the group's Limit, then marks the
-// slot answered: last, as Results may then yield and reuse it.
+// answered frees the task's place under the group's Limit, before the
+// slot is marked: the reader may then reuse it.
 func (s *groupSlot[R]) answered() {
-	g := s.g
-	if g.sem != nil {
-		<-g.sem
+	if sem := s.g.sem; sem != nil {
+		<-sem
 	}
-	if s.state.Or(slotAnswered)&slotKept != 0 && g.completion {
+}
+
+// answer marks the slot answered, and with CompletionOrder pushes it once
+// kept: whoever sets the second of kept and answered pushes it. In
+// completion order only Results, which takes slots off done, reuses one,
+// so s is still the group's to push.
+func (s *groupSlot[R]) answer() {
+	g := s.g
+	if old := s.mark(slotAnswered); g.completion && old&slotKept != 0 {
 		g.push(s)
 	}
 }
@@ -168,12 +138,10 @@ const (
 // every Go returns it, TryGo reports false, and Wait returns it.
 func NewGroup[R any](ctx context.Context, d *Dispatcher, opts ...GroupOption) *Group[R] {
 	g := &Group[R]{d: d}
-	g.wake.L = &g.mu
+	g.settled.L = &g.mu
+	g.wake = make(chan struct{}, 1)
 	c := groupOptions(opts)
 	g.collect, g.completion = c.collect, c.completion
-	if g.completion {
-		g.doneWake = make(chan struct{}, 1)
-	}
 	switch {
 	case !d.made():
 		g.bad = ErrNotStarted
@@ -184,8 +152,7 @@ func NewGroup[R any](ctx context.Context, d *Dispatcher, opts ...GroupOption) *G
 	case c.share > 0 && d.schedule != Fair:
 		g.bad = fmt.Errorf("%w: %w: Share(%d) needs WithSchedule(Fair): the %v schedule has no shares", ErrBadOption, ErrWrongSchedule, c.share, d.schedule)
 	default:
-		g.tenant = d.groupTenant(&c, "group")
-		g.m.prio = uint8(c.prio)
+		g.m = meta{prio: uint8(c.prio), tenant: d.groupTenant(&c, "group")}
 		if c.limit > 0 {
 			g.sem = make(chan struct{}, c.limit)
 		}
@@ -214,14 +181,14 @@ func (g *Group[R]) Context() context.Context { return g.ctx }
 // is the first failure. After Wait has returned, Go returns ErrGroupDone
 // and the task has no result.
 func (g *Group[R]) Go(task func(context.Context) (R, error)) error {
-	return g.submit(meta{}, task, true)
+	return g.submit(g.m, task, true)
 }
 
 // TryGo submits task if the dispatcher has room right now and reports
 // whether it did. A task not accepted (no room, the group's context
 // ended, the dispatcher closed, a nil task, Wait returned) has no result.
 func (g *Group[R]) TryGo(task func(context.Context) (R, error)) bool {
-	return g.submit(meta{}, task, false) == nil
+	return g.submit(g.m, task, false) == nil
 }
 
 // GroupView submits a group's tasks with a routing key and a priority
@@ -265,8 +232,7 @@ func (g *Group[R]) submit(m meta, task func(context.Context) (R, error), block b
 		return err
 	}
 	s.fn = task
-	m.tenant = g.tenant
-	s.r.ctx, s.r.job, s.r.meta, s.r.owner = g.ctx, &s.typed, m, s
+	s.r.ctx, s.r.job, s.r.meta = g.ctx, &s.typed, m
 	err = g.bad
 	if err == nil {
 		err = g.d.check(g.ctx, task != nil, m)
@@ -331,59 +297,52 @@ func (g *Group[R]) reserve(keep bool) (*groupSlot[R], error) {
 	return s, nil
 }
 
-// alloc hands out the next slot of the last chunk, or of a new one.
+// alloc makes a chunk of slots, keeps all but one free and returns that
+// one. A chunk never moves: the dispatcher holds pointers into it.
 func (g *Group[R]) alloc() *groupSlot[R] {
-	var c *groupChunk[R]
-	if n := len(g.chunks); n > 0 && g.chunks[n-1].used < len(g.chunks[n-1].slots) {
-		c = g.chunks[n-1]
-	} else {
-		size := firstChunk
-		if n > 0 {
-			size = min(2*len(g.chunks[n-1].slots), lastChunk)
+	g.chunk = min(max(2*g.chunk, firstChunk), lastChunk)
+	c := make([]groupSlot[R], g.chunk)
+	g.slots += len(c)
+	for i := range c {
+		s := &c[i]
+		s.g = g
+		s.init(g.wake, s)
+		s.r.owner = s
+		if i > 0 {
+			g.free, s.next = s, g.free
 		}
-		c = &groupChunk[R]{slots: make([]groupSlot[R], size), done: make(chan struct{}, size)}
-		g.chunks = append(g.chunks, c)
-		g.slots += size
 	}
-	s := &c.slots[c.used]
-	c.used++
-	s.g, s.c, s.index = g, c, -1
-	s.r.done = c.done
-	return s
+	return &c[0]
 }
 
 // settle records how a submit ended. A slot keeps its place (its index)
-// when the dispatcher accepted it, or when Go was refused; a refused TryGo
-// gives it back for the next submit. Kept, it may now be yielded once
-// answered (it is not before: Results must not free a slot its submit
-// still holds).
+// when the dispatcher accepted it, or when Go was refused, whose refusal
+// is then its answer; a refused TryGo gives it back for the next submit.
 func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	g.mu.Lock()
 	g.reserving--
-	kept := err == nil || keep
 	bits := slotKept
 	switch {
 	case err == nil:
-		s.c.accepted++
-		g.accepts++
+		if !keep {
+			g.place(s) // an accepted TryGo
+		}
 	case keep:
-		s.r.err = err // no answer will come: the refusal is the answer
+		s.r.err = err
 		s.r.ctx, s.r.job, s.fn = nil, nil, nil
 		bits |= slotAnswered | slotRefused
 	default:
 		s.r.ctx, s.r.job, s.fn = nil, nil, nil
 		g.free, s.next = s, g.free
+		bits = 0
 	}
-	if kept {
-		if !keep {
-			g.place(s) // an accepted TryGo
-		}
-		if old := s.state.Or(bits); g.completion && (old|bits)&slotAnswered != 0 {
+	if bits != 0 {
+		if old := s.mark(bits); g.completion && (old|bits)&slotAnswered != 0 {
 			g.push(s) // answered before its submit returned, or refused
 		}
 	}
-	if g.waiting && (kept || g.reserving == 0) {
-		g.wake.Broadcast()
+	if g.waiting {
+		g.settled.Broadcast()
 	}
 	g.mu.Unlock()
 	if err != nil && keep {
@@ -391,19 +350,19 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	}
 }
 
-// place gives s the next index, for Wait's result, and, in submission
-// order, appends it to the list of kept slots Results reads.
+// place gives s the next index, for Wait's result, and keeps it in
+// submission order.
 func (g *Group[R]) place(s *groupSlot[R]) {
 	s.index = g.count
 	g.count++
 	g.pending++
-	if g.completion {
-		return
+	if g.completion && g.taken {
+		return // Results takes it off done: nothing keeps it in order
 	}
 	if g.lastKept == nil {
 		g.kept = s
 	} else {
-		g.lastKept.next = s
+		g.lastKept.after = s
 	}
 	g.lastKept = s
 }

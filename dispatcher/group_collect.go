@@ -9,77 +9,105 @@ import (
 // The end of a group: Wait's and Results' wait for every answer, and the
 // result slice and error they leave.
 
-// drain waits, with g.mu held, for the answer of every slot accepted and
-// for every submit in progress (and what the tasks submit meanwhile).
+// drain waits, with g.mu held, for the answer of every slot kept and not
+// yet yielded, and for every submit in progress (and what the tasks
+// submit meanwhile).
 func (g *Group[R]) drain() {
-	for {
-		gen := g.accepts
-		// chunks may grow while the lock is released: index, not range.
-		for i := 0; i < len(g.chunks); i++ {
-			c := g.chunks[i]
-			for c.received < c.accepted {
-				g.mu.Unlock()
-				<-c.done
-				g.mu.Lock()
-				c.received++
+	if g.completion && g.taken {
+		// Results took every kept slot off done and yielded it, or the
+		// range was left early: the slots still kept are on done or on
+		// their way there.
+		for g.pending > 0 || g.reserving > 0 {
+			if s := g.nextCompleted(); s != nil {
+				g.release(s)
 			}
 		}
-		if g.reserving > 0 {
-			g.waiting = true
-			g.wake.Wait()
-			g.waiting = false
+		return
+	}
+	// The list may grow while the lock is released: last is the slot
+	// ready so far.
+	var last *groupSlot[R]
+	for {
+		s := g.kept
+		if last != nil {
+			s = last.after
+		}
+		if s == nil {
+			if g.reserving == 0 {
+				return
+			}
+			g.waitSettled()
 			continue
 		}
-		if g.accepts == gen {
+		g.ready(s)
+		last = s
+	}
+}
+
+// ready waits, with g.mu held, until kept slot s's submit has settled and
+// s is answered.
+func (g *Group[R]) ready(s *groupSlot[R]) {
+	for {
+		st := s.state.Load()
+		switch {
+		case st&slotKept == 0:
+			// A Go has its place from its start; its settle wakes us.
+			g.waitSettled()
+		case st&slotAnswered == 0:
+			g.mu.Unlock()
+			s.await(nil)
+			g.mu.Lock()
+		default:
 			return
 		}
 	}
+}
+
+// waitSettled waits, with g.mu held, for a submit to settle.
+func (g *Group[R]) waitSettled() {
+	g.waiting = true
+	g.settled.Wait()
+	g.waiting = false
 }
 
 // finish collects the results once every kept slot is answered and no
 // submit is in progress; g.mu is held, and released.
 func (g *Group[R]) finish() {
 	g.finished = true
-	chunks, count, values := g.chunks, g.count, !g.taken
-	g.chunks, g.free, g.kept, g.lastKept, g.batch = nil, nil, nil, nil, nil
+	kept, count, values := g.kept, g.count, !g.taken
+	g.kept, g.lastKept, g.free, g.batch = nil, nil, nil, nil
 	g.done.Store(nil)
 	g.mu.Unlock()
 
-	g.res, g.err = g.results(chunks, count, values)
+	g.res, g.err = g.results(kept, count, values)
 	g.yielded = nil
 	g.cancel(nil)
 }
 
-// results reads every kept slot once all are answered: the values of
-// the tasks that succeeded unless a Results range has taken them, and
+// results reads every slot kept and not yielded, all answered: the values
+// of the tasks that succeeded unless a Results range has taken them, and
 // the group's error, from them and from the failures Results yielded.
-func (g *Group[R]) results(chunks []*groupChunk[R], count int, values bool) ([]R, error) {
+func (g *Group[R]) results(kept *groupSlot[R], count int, values bool) ([]R, error) {
 	var res []R
 	if values {
 		res = make([]R, count)
 	}
 	fs := g.yielded
-	for _, c := range chunks {
-		for i := range c.used {
-			s := &c.slots[i]
-			if s.index < 0 {
-				continue // free, or yielded
-			}
-			if s.r.err != nil {
-				// Wait promises the zero value for a failed task, whatever
-				// it returned beside its error: a value nobody should use,
-				// which the slice would otherwise keep alive.
-				fs = g.note(fs, s.index, s.r.err)
-			} else if values {
-				res[s.index] = s.res
-			}
+	for s := kept; s != nil; s = s.after {
+		if s.r.err != nil {
+			// Wait promises the zero value for a failed task, whatever
+			// it returned beside its error: a value nobody should use,
+			// which the slice would otherwise keep alive.
+			fs = g.note(fs, s.index, s.r.err)
+		} else if values {
+			res[s.index] = s.res
 		}
 	}
 	switch {
 	case g.bad != nil:
 		return res, g.bad
 	case g.collect:
-		// Slots are reused, so the chunks are not in submission order.
+		// Results yields in completion order too: sort by index.
 		slices.SortFunc(fs, func(a, b failure) int { return cmp.Compare(a.index, b.index) })
 		errs := make([]error, len(fs))
 		for i, f := range fs {

@@ -55,6 +55,11 @@ func (g *Group[R]) Results() iter.Seq2[R, error] {
 		}
 		g.mu.Lock()
 		g.taken = true
+		if g.completion {
+			// Slots are taken off done from now on, and reused: nothing
+			// keeps them in submission order.
+			g.kept, g.lastKept = nil, nil
+		}
 		for {
 			var s *groupSlot[R]
 			if g.completion {
@@ -79,44 +84,23 @@ func (g *Group[R]) Results() iter.Seq2[R, error] {
 	}
 }
 
-// nextInOrder takes the next slot in submission order off the list once
-// its submit has settled and it is answered, waiting for both; nil once
-// no slot is kept and no submit is in progress. g.mu is held.
+// nextInOrder takes the next slot in submission order once its submit has
+// settled and it is answered, waiting for both; nil once no slot is kept
+// and no submit is in progress. g.mu is held.
 func (g *Group[R]) nextInOrder() *groupSlot[R] {
-	for {
-		s := g.kept
-		if s == nil {
-			if g.reserving == 0 {
-				return nil
-			}
-			g.waiting = true
-			g.wake.Wait()
-			g.waiting = false
-			continue
+	for g.kept == nil {
+		if g.reserving == 0 {
+			return nil
 		}
-		st := s.state.Load()
-		if st&slotKept == 0 {
-			// A Go has its place from its start; its settle wakes us.
-			g.waiting = true
-			g.wake.Wait()
-			g.waiting = false
-			continue
-		}
-		if st&slotAnswered == 0 {
-			// Each token follows one slot's answer: take them until this
-			// slot's has come.
-			g.mu.Unlock()
-			<-s.c.done
-			g.mu.Lock()
-			s.c.received++
-			continue
-		}
-		if g.kept = s.next; g.kept == nil {
-			g.lastKept = nil
-		}
-		s.next = nil
-		return s
+		g.waitSettled()
 	}
+	s := g.kept
+	g.ready(s)
+	if g.kept = s.after; g.kept == nil {
+		g.lastKept = nil
+	}
+	s.after = nil
+	return s
 }
 
 // nextCompleted takes the next answered slot in completion order,
@@ -137,12 +121,10 @@ func (g *Group[R]) nextCompleted() *groupSlot[R] {
 			// Some kept slot is not answered: its push will find done
 			// empty (this Swap emptied it) and leave a token.
 			g.mu.Unlock()
-			<-g.doneWake
+			<-g.wake
 			g.mu.Lock()
 		case g.reserving > 0:
-			g.waiting = true
-			g.wake.Wait()
-			g.waiting = false
+			g.waitSettled()
 		default:
 			return nil
 		}
@@ -162,7 +144,7 @@ func (g *Group[R]) push(s *groupSlot[R]) {
 		if g.done.CompareAndSwap(top, s) {
 			if top == nil {
 				select {
-				case g.doneWake <- struct{}{}:
+				case g.wake <- struct{}{}:
 				default: // a token is already there
 				}
 			}
@@ -173,26 +155,13 @@ func (g *Group[R]) push(s *groupSlot[R]) {
 
 // release takes the answer of the slot s that Results is about to yield,
 // notes its failure for the group's error, and frees s for the next
-// submit once its chunk has had a token taken for every accepted slot it
-// freed (see groupChunk). g.mu is held.
+// submit. g.mu is held.
 func (g *Group[R]) release(s *groupSlot[R]) (R, error) {
-	var zero R
-	v, err := s.res, s.r.err
+	index := s.index
+	v, err := s.take()
 	if err != nil {
-		g.yielded = g.note(g.yielded, s.index, err)
+		g.yielded = g.note(g.yielded, index, err)
 	}
-	if s.state.Load()&slotRefused == 0 {
-		c := s.c
-		c.freed++
-		for c.received < c.freed {
-			g.mu.Unlock()
-			<-c.done // a few instructions after an answer already seen
-			g.mu.Lock()
-			c.received++
-		}
-	}
-	s.res, s.r.err, s.index = zero, nil, -1
-	s.state.Store(0)
 	g.free, s.next = s, g.free
 	g.pending--
 	return v, err

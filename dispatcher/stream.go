@@ -123,19 +123,21 @@ type mapRun[T, R any] struct {
 	failed atomic.Bool
 }
 
-// mapSlot is one item in flight: its request, answered by the
-// dispatcher's ordinary path, and the item its task reads.
+// mapSlot is one item in flight: its result slot, whose request the
+// dispatcher answers by its ordinary path, and the item its task reads.
 type mapSlot[T, R any] struct {
-	r request
-	typed[R]
+	resultSlot[R]
 	item    T
 	run     func(context.Context) (R, error) // made once per slot: task applied to item
 	refused bool                             // the submit was refused: r.err is why, no answer comes
-	// state: slotQueued until a worker starts the task (slotStarted) or
+	// started: slotQueued until a worker starts the task (slotStarted) or
 	// the range ends first (slotDropped: the task will never run, and the
 	// range need not wait for the answer).
-	state atomic.Uint32
+	started atomic.Uint32
 }
+
+// answer marks the slot answered (the request's answerer).
+func (s *mapSlot[T, R]) answer() { s.mark(slotAnswered) }
 
 const (
 	slotQueued uint32 = iota
@@ -175,11 +177,12 @@ func newMapRun[T, R any](ctx context.Context, d *Dispatcher, in iter.Seq[T], key
 	}
 	m.m.tenant = d.groupTenant(&c, "stream")
 	m.slots = make([]mapSlot[T, R], window)
+	wake := make(chan struct{}, 1) // the range's: it waits on one slot at a time
 	for i := range m.slots {
 		s := &m.slots[i]
-		s.r.done = make(chan struct{}, 1)
+		s.init(wake, s)
 		s.run = func(ctx context.Context) (R, error) {
-			if !s.state.CompareAndSwap(slotQueued, slotStarted) {
+			if !s.started.CompareAndSwap(slotQueued, slotStarted) {
 				var zero R
 				return zero, ctx.Err() // dropped: the range has ended
 			}
@@ -259,7 +262,7 @@ func (m *mapRun[T, R]) submit(item T) bool {
 	s.r.meta = mt
 	s.fn = s.run
 	s.r.ctx, s.r.job = m.sctx, &s.typed
-	s.state.Store(slotQueued)
+	s.started.Store(slotQueued)
 	if !m.cont {
 		s.r.owner = m
 	}
@@ -280,21 +283,13 @@ func (m *mapRun[T, R]) wait(ended <-chan struct{}) (v R, refused, ok bool, err e
 	var zero R
 	var zt T
 	s := &m.slots[m.head%len(m.slots)]
-	switch {
-	case s.refused:
-	case ended == nil: // a context that never ends: no select per item
-		<-s.r.done
-	default:
-		select {
-		case <-s.r.done:
-		case <-ended:
-			return zero, false, false, nil
-		}
+	if !s.refused && !s.await(ended) {
+		return zero, false, false, nil
 	}
 	m.head++
-	v, err, refused = s.res, s.r.err, s.refused
-	s.clear()
-	s.r.err, s.r.ctx, s.r.job, s.r.owner, s.refused, s.item = nil, nil, nil, nil, false, zt
+	refused = s.refused
+	v, err = s.take()
+	s.r.owner, s.refused, s.item = nil, false, zt
 	return v, refused, true, err
 }
 
@@ -328,7 +323,7 @@ func (m *mapRun[T, R]) stop() {
 	m.cancel(context.Canceled)
 	for m.head < m.tail {
 		s := &m.slots[m.head%len(m.slots)]
-		if !s.refused && s.state.CompareAndSwap(slotQueued, slotDropped) {
+		if !s.refused && s.started.CompareAndSwap(slotQueued, slotDropped) {
 			var zt T
 			s.item = zt
 			m.head++

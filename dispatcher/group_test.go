@@ -485,3 +485,33 @@ func TestGroupAllocs(t *testing.T) {
 		require.Less(t, allocs/n, 0.25)
 	})
 }
+
+// TestGroupPriorityOption: a group's Priority is its tasks' class, which
+// its views change per task; under a schedule without classes its
+// submits are refused with ErrWrongSchedule.
+func TestGroupPriorityOption(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithSchedule(dispatcher.ByPriority))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Priority(3))
+		for range 4 {
+			require.NoError(t, g.Go(ok(1)))
+		}
+		require.NoError(t, g.Priority(5).Go(ok(1)))
+		require.NoError(t, g.Key(9).Go(ok(1)), "a key keeps the group's class")
+		_, err := g.Wait()
+		require.NoError(t, err)
+		require.NoError(t, d.Close(context.Background()))
+		cls := d.Stats().Classes
+		assert.Equal(t, int64(5), cls[3].Completed)
+		assert.Equal(t, int64(1), cls[5].Completed)
+
+		fifo := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
+		g = dispatcher.NewGroup[int](context.Background(), fifo, dispatcher.Priority(3))
+		err = g.Go(ok(1))
+		require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
+		_, err = g.Wait()
+		require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
+		_, err = dispatcher.NewGroup[int](context.Background(), fifo, dispatcher.Priority(99)).Wait()
+		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+	})
+}

@@ -25,7 +25,7 @@ func limits(t *testing.T, d *Dispatcher) (base, depth int, limit []int, per []ti
 
 // After a batch of empty tasks each worker's limit is what the budget
 // gives for the mean run time the balancer measured, whatever the machine
-// or the race detector makes of an empty task: queueBudget / per, between
+// or the race detector makes of an empty task: DefaultQueueBudget / per, between
 // lo and depth. (TestQueuesDeepenForShortTasks checks that a queue
 // really fills to its limit.)
 func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
@@ -43,7 +43,7 @@ func TestAdaptLimitFollowsMeasuredRunTime(t *testing.T) {
 	require.Equal(t, 256, depth)
 	for i := range limit {
 		require.Positive(t, per[i], "worker %d measured no run time", i)
-		want := min(max(int(queueBudget/per[i]), minLimit), depth)
+		want := min(max(int(DefaultQueueBudget/per[i]), minLimit), depth)
 		assert.Equal(t, want, limit[i], "worker %d, %v a task", i, per[i])
 	}
 }

@@ -44,10 +44,9 @@ func checkRoom(d *Dispatcher) error {
 }
 
 func TestAdaptKeepsRoom(t *testing.T) {
-	defer SetQueueBudget(2 * time.Millisecond)()
 	for _, strat := range []string{"round-robin", "least-pending"} {
 		t.Run(strat, func(t *testing.T) {
-			d, err := New(WithWorkers(3), WithStrategyName(strat), WithEngine(Rings))
+			d, err := New(WithWorkers(3), WithStrategyName(strat), WithEngine(Rings), WithQueueBudget(2*time.Millisecond))
 			require.NoError(t, err)
 			ctx := context.Background()
 			empty := func(context.Context) error { return nil }

@@ -60,17 +60,13 @@ func queuedBehind(t *testing.T, want int, warm func(context.Context) (int, error
 func TestQueuesDeepenForShortTasks(t *testing.T) {
 	empty := ok(1)
 	t.Run("cap", func(t *testing.T) {
-		// Restored after the dispatcher's Close: cleanups run last first.
-		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 256, queuedBehind(t, 256, empty, dispatcher.WithEngine(dispatcher.Rings)))
+		assert.Equal(t, 256, queuedBehind(t, 256, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithQueueBudget(time.Second)))
 	})
 	t.Run("given buffer", func(t *testing.T) {
-		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63)))
+		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63), dispatcher.WithQueueBudget(time.Second)))
 	})
 	t.Run("channel engine", func(t *testing.T) {
-		t.Cleanup(dispatcher.SetQueueBudget(time.Second))
-		assert.Equal(t, 64, queuedBehind(t, 64, empty)) // the default engine
+		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithQueueBudget(time.Second))) // the default engine
 	})
 	t.Run("late binding off", func(t *testing.T) {
 		assert.Equal(t, 64, queuedBehind(t, 64, empty, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithQueueBudget(0)))

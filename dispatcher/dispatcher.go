@@ -160,7 +160,7 @@ func New(opts ...Option) (*Dispatcher, error) {
 	}
 	budget := c.budget
 	if budget < 0 {
-		budget = queueBudget
+		budget = DefaultQueueBudget
 	}
 	eng, laneIn := newEngine(d, &c, depth, base)
 	d.eng = eng

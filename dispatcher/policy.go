@@ -258,9 +258,6 @@ func (b *balancer) account(i, n int) {
 	}
 }
 
-// queueBudget is DefaultQueueBudget, a variable only so tests under the
-// race detector, whose empty tasks take microseconds, can widen it.
-var queueBudget = DefaultQueueBudget
 
 // minLimit is the fewest requests a worker's limit falls to: the task it
 // runs and the next, so it does not wait for the balancer between two.

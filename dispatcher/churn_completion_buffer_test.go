@@ -40,6 +40,7 @@ func checkQuiescent(t *testing.T, s dispatcher.Stats, answered int64) {
 // under load from Do, Submit and Go. Every request must be answered once,
 // nothing may hang, and Stats must balance at the end.
 func TestChurnBeyondCompletionBuffer(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		cells := completionAxis(eng, 2)
 		if eng == dispatcher.Channels {

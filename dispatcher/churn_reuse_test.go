@@ -15,6 +15,7 @@ import (
 // worker 4096, after leaving 104 workers live), and Stats lists at most
 // the 1000 indices ever live at once.
 func TestResizeChurnReusesIndices(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		for round := range 5 {
@@ -42,6 +43,7 @@ func TestResizeChurnReusesIndices(t *testing.T) {
 // fail for good after 4094 with two workers live; now the index of the
 // removed one is reused, and requests keep flowing between the pairs.
 func TestAddRemovePairsNeverExhaust(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
 		ctx := context.Background()

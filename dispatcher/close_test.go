@@ -234,6 +234,7 @@ func TestCloseRepeatedAndConcurrent(t *testing.T) {
 // never a panic, never a lost request. Half the rounds close with a
 // deadline that abandons what has not started.
 func TestSubmitRacesClose(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for round := range 20 {
 			intake := []int{0, 1, 64}[round%3]

@@ -23,6 +23,7 @@ import (
 // break the balancer (a lost or doubled request, a deadlock at the
 // tightest buffers, a drained worker that is still fed), not for load.
 func TestStrategyConformance(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, strategy := range strategies.Names() {
 			t.Run("strategy="+strategy, func(t *testing.T) {
@@ -176,6 +177,7 @@ func conformDrain(t *testing.T, opts []dispatcher.Option) {
 // tenants and classes flowing through membership changes, and Close both
 // draining and abandoning what the schedule holds.
 func TestScheduleConformance(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, sched := range schedules {
 			t.Run("schedule="+sched.String(), func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 // channel), the hardest case for the gate, and an unbuffered completion
 // channel is the one on which the textbook design deadlocks.
 func TestNoDeadlockMatrix(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, workers := range []int{1, 2, 8} {
 			// -1: no WithWorkerBuffer, so the rings engine's queues may

@@ -289,6 +289,7 @@ func runFaults(t *testing.T, r faultRun) faultReport {
 // panics, Goexits, cancellations at every stage and worker churn, on each
 // engine, with each completion channel of the channel engine.
 func TestExactlyOnce(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		runExactlyOnce(t, eng, faultRun{requests: 10_000, requesters: 32, workers: 4, maxWork: 20 * time.Microsecond, bound: 30 * time.Second})
 	})
@@ -320,6 +321,7 @@ func runExactlyOnce(t *testing.T, eng dispatcher.Engine, base faultRun) {
 // schedule on each engine: panics, Goexits, cancellations at every stage
 // and worker churn while the schedule reorders the requests.
 func TestExactlyOnceSchedules(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for i, s := range schedules {
 			t.Run("schedule="+s.String(), func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 // RemoveWorker / SetWeight churn; then Close with a short deadline. Every
 // accepted request is answered exactly once, no hang, Stats balance.
 func TestFaultChurnZeroBuffers(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, cc := range completionAxis(eng, 1) {
 			t.Run(fmt.Sprintf("completion=%s", cc.name), func(t *testing.T) {

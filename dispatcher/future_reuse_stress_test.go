@@ -18,6 +18,7 @@ import (
 // on reused Futures, while Close abandons: each Wait sees its own task's
 // answer or an abandon error, never another task's.
 func TestFutureReuseStress(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for round := range 4 {
 			d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))

@@ -21,6 +21,7 @@ import (
 // a Close without deadline returns ("Close waits for fn"); a refused one
 // must never run; nothing may run after Done.
 func TestGoRacesClose(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, cc := range completionAxis(eng, 2) {
 			for _, intake := range []int{0, 4} {

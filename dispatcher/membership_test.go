@@ -114,6 +114,7 @@ func TestSetWeightZeroDrains(t *testing.T) {
 // TestMembershipWhileFlowing: add, remove and re-weight workers while
 // requesters keep submitting; every request is answered once and run once.
 func TestMembershipWhileFlowing(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
 		for _, strategy := range []string{"least-pending", "round-robin"} {
 			t.Run("strategy="+strategy, func(t *testing.T) {

@@ -258,7 +258,6 @@ func (b *balancer) account(i, n int) {
 	}
 }
 
-
 // minLimit is the fewest requests a worker's limit falls to: the task it
 // runs and the next, so it does not wait for the balancer between two.
 const minLimit = 2

@@ -54,6 +54,23 @@ func (l *chanLinks) completions() bool {
 	return true
 }
 
+// wait is the balancer's select: a message on in (the engine's request
+// channel; nil while the balancer takes none), which it returns, a
+// completion, a control call or a kick, which it serves.
+func wait[T any](l *chanLinks, in <-chan T) (v T, ok bool) {
+	select {
+	case v = <-in:
+		return v, true
+	case c := <-l.done:
+		l.p.completed(c.Worker, c.N)
+	case f := <-l.p.ctl:
+		l.p.ctlWaiting.Add(-1)
+		f()
+	case <-l.kicks:
+	}
+	return v, false
+}
+
 // kick tells the balancer to look at the lifecycle, ctl or the line. Never
 // blocks.
 func (l *chanLinks) kick() {

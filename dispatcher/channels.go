@@ -53,16 +53,8 @@ func (e *channels) poll() bool {
 // control calls and lifecycle kicks beside them; before it waits, the
 // room there is goes to the line of submitters.
 func (e *channels) park() {
-	d := e.d
 	e.settle(true)
-	select {
-	case q := <-e.runs:
+	if q, ok := wait(&e.chanLinks, e.runs); ok {
 		e.receive(q)
-	case c := <-e.done:
-		e.p.completed(c.Worker, c.N)
-	case f := <-d.ctl:
-		d.ctlWaiting.Add(-1)
-		f()
-	case <-e.kicks:
 	}
 }

@@ -205,3 +205,36 @@ func (in *intake) refill(free []*request, max int) []*request {
 	clear(free)
 	return free[:0]
 }
+
+// stager is an engine whose submits go through the shared intake: it
+// stages an admitted request (push, called with in.mu held, which it
+// releases) and wakes its balancer (kick).
+type stager interface {
+	push(r *request)
+	kick()
+}
+
+// enqueue admits r into in, waiting for room if block, and has e stage
+// it. Once it returns nil, r will be answered exactly once.
+func (in *intake) enqueue(ctx context.Context, d *Dispatcher, e stager, r *request, block bool) error {
+	l, w := d.book.laneOf(in.mode, r.tenant, r.prio)
+	if err := in.admit(ctx, l, w, block, &d.life, e); err != nil {
+		return err
+	}
+	e.push(r)
+	return nil
+}
+
+// enqueueGo is enqueue for Go: it takes a spare request under the lock
+// admit holds, so nothing is allocated or recycled unless the request is
+// accepted.
+func (in *intake) enqueueGo(ctx context.Context, d *Dispatcher, e stager, m meta, fn goTask) error {
+	l, w := d.book.laneOf(in.mode, m.tenant, m.prio)
+	if err := in.admit(ctx, l, w, true, &d.life, e); err != nil {
+		return err
+	}
+	r := in.spareGo()
+	r.ctx, r.job, r.meta = ctx, fn, m
+	e.push(r)
+	return nil
+}

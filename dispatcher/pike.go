@@ -89,21 +89,13 @@ func (e *pike) poll() bool {
 // no room for another request the request case is nil: the balancer
 // serves completions only.
 func (e *pike) park() {
-	d := e.d
 	e.settle()
 	reqs := e.reqs
 	if e.p.accepts() <= 0 {
 		reqs = nil
 	}
-	select {
-	case r := <-reqs:
+	if r, ok := wait(&e.chanLinks, reqs); ok {
 		e.p.take(r)
-	case c := <-e.done:
-		e.p.completed(c.Worker, c.N)
-	case f := <-d.ctl:
-		d.ctlWaiting.Add(-1)
-		f()
-	case <-e.kicks:
 	}
 }
 

@@ -7,26 +7,14 @@ import (
 // enqueue hands r to the balancer. Once it returns nil, r will be answered
 // exactly once.
 func (e *rings) enqueue(ctx context.Context, r *request, block bool) error {
-	l, w := e.d.book.laneOf(e.in.mode, r.tenant, r.prio)
-	if err := e.in.admit(ctx, l, w, block, &e.d.life, e); err != nil {
-		return err
-	}
-	e.push(r)
-	return nil
+	return e.in.enqueue(ctx, e.d, e, r, block)
 }
 
 // enqueueGo takes the request from the spare list under the lock the
 // submit takes anyway, so nothing is allocated or recycled unless the
 // request is accepted.
 func (e *rings) enqueueGo(ctx context.Context, m meta, fn goTask) error {
-	l, w := e.d.book.laneOf(e.in.mode, m.tenant, m.prio)
-	if err := e.in.admit(ctx, l, w, true, &e.d.life, e); err != nil {
-		return err
-	}
-	r := e.in.spareGo()
-	r.ctx, r.job, r.meta = ctx, fn, m
-	e.push(r)
-	return nil
+	return e.in.enqueueGo(ctx, e.d, e, m, fn)
 }
 
 // push appends r to the intake, which admit left locked, and unlocks it.

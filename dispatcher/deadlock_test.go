@@ -2,10 +2,7 @@ package dispatcher_test
 
 import (
 	"container/heap"
-	"context"
-	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -81,38 +78,6 @@ func matrixCell(t *testing.T, requesters int, opts []dispatcher.Option) {
 	assert.Equal(t, total, s.Completed)
 	assert.Equal(t, total, s.Dispatched)
 	assert.Zero(t, s.Pending)
-}
-
-// requestLoop runs requesters goroutines that each Do per requests in turn,
-// every task returning its own id, and counts the correct answers.
-// Requester g uses routing key g, so affinity strategies spread the
-// requesters instead of sending all to the worker of key 0.
-func requestLoop(t *testing.T, d *dispatcher.Dispatcher, requesters, per int, answered *atomic.Int64) {
-	var wg sync.WaitGroup
-	for g := range requesters {
-		key := d.Key(uint64(g))
-		wg.Go(func() {
-			for k := range per {
-				id := g*per + k
-				v, err := dispatcher.Do(context.Background(), key, func(context.Context) (int, error) {
-					if id%3 == 0 {
-						runtime.Gosched() // vary completion order
-					}
-					return id, nil
-				})
-				if errors.Is(err, dispatcher.ErrClosed) {
-					// Only after the cell's bound failed the test and its
-					// cleanup closed d: stop without touching t.
-					return
-				}
-				if !assert.NoError(t, err) || !assert.Equal(t, id, v) {
-					return
-				}
-				answered.Add(1)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // TestTextbookDispatchDeadlocks documents why the balancer has a gate:

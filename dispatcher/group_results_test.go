@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,29 +14,6 @@ import (
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
-
-// forEachOrder runs f as one subtest per engine and order of Results:
-// order=submission (the default) and order=completion (CompletionOrder).
-func forEachOrder(t *testing.T, f func(t *testing.T, eng dispatcher.Engine, completion bool)) {
-	t.Helper()
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		for _, completion := range []bool{false, true} {
-			name := "order=submission"
-			if completion {
-				name = "order=completion"
-			}
-			t.Run(name, func(t *testing.T) { f(t, eng, completion) })
-		}
-	})
-}
-
-// groupIn makes a group whose Results are in completion order or not.
-func groupIn(d *dispatcher.Dispatcher, completion bool, opts ...dispatcher.GroupOption) *dispatcher.Group[int] {
-	if completion {
-		opts = append(opts, dispatcher.CompletionOrder())
-	}
-	return dispatcher.NewGroup[int](context.Background(), d, opts...)
-}
 
 // gatedTask is a task that returns v once gate is closed, its context's
 // error if that ends first, and an error after 10 s so that a gate never
@@ -296,4 +274,115 @@ func BenchmarkGroupResults(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestGroupResultsLimit: under Limit a producer feeding the group while it
+// is ranged over never has more than the limit running, and every answer
+// comes once.
+func TestGroupResultsLimit(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		const n, limit = 400, 3
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
+		g := groupIn(d, completion, dispatcher.Limit(limit))
+		var running, most atomic.Int32
+		count := func(task func(context.Context) (int, error)) func(context.Context) (int, error) {
+			return func(ctx context.Context) (int, error) {
+				r := running.Add(1)
+				defer running.Add(-1)
+				for m := most.Load(); r > m && !most.CompareAndSwap(m, r); m = most.Load() {
+				}
+				return task(ctx)
+			}
+		}
+		fed := feed(t, g, n, nil, count)
+		sum := 0
+		vals, errs := collect(t, g.Results())
+		require.NoError(t, <-fed)
+		require.Len(t, vals, n)
+		for i, v := range vals {
+			require.NoError(t, errs[i])
+			sum += v
+		}
+		require.Equal(t, n*(n-1)/2, sum)
+		require.LessOrEqual(t, most.Load(), int32(limit))
+	})
+}
+
+// TestGroupResultsInOrder: Results yields every task's answer in
+// submission order, refusals and failures in their place; then the group
+// is done: Wait returns the same error and no values (the range took
+// them), submits and another range get ErrGroupDone.
+func TestGroupResultsInOrder(t *testing.T) {
+	boom := errors.New("boom")
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
+		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.CollectErrors())
+		const n = 60
+		for i := range n {
+			switch i {
+			case 7:
+				require.ErrorIs(t, g.Go(nil), dispatcher.ErrNilTask)
+			case 11:
+				require.NoError(t, g.Go(func(context.Context) (int, error) { return -1, boom }))
+			default:
+				require.NoError(t, g.Go(func(context.Context) (int, error) {
+					if i%5 == 0 {
+						time.Sleep(100 * time.Microsecond)
+					}
+					return i, nil
+				}))
+			}
+		}
+		vals, errs := collect(t, g.Results())
+		require.Len(t, vals, n)
+		for i := range n {
+			switch i {
+			case 7:
+				require.ErrorIs(t, errs[i], dispatcher.ErrNilTask)
+			case 11:
+				require.ErrorIs(t, errs[i], boom)
+				require.Equal(t, -1, vals[i])
+			default:
+				require.NoError(t, errs[i])
+				require.Equal(t, i, vals[i])
+			}
+		}
+		res, err := g.Wait()
+		require.Nil(t, res, "the range took the values")
+		require.ErrorIs(t, err, boom)
+		require.ErrorIs(t, err, dispatcher.ErrNilTask)
+		require.ErrorIs(t, g.Go(ok(1)), dispatcher.ErrGroupDone)
+		_, errs = collect(t, g.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrGroupDone)
+		require.ErrorIs(t, g.Context().Err(), context.Canceled)
+	})
+}
+
+// TestGroupResultsWhileSubmitting: the loop body may submit more tasks;
+// they are yielded in their turn, and the range ends when nothing more is
+// submitted.
+func TestGroupResultsWhileSubmitting(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		g := dispatcher.NewGroup[int](context.Background(), d)
+		task := func(i int) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) { return i, nil }
+		}
+		require.NoError(t, g.Go(task(0)))
+		var got []int
+		within(t, 5*time.Second, "range", func() {
+			for v, err := range g.Results() {
+				assert.NoError(t, err)
+				got = append(got, v)
+				if v < 99 {
+					assert.NoError(t, g.Go(task(v+1)))
+				}
+			}
+		})
+		require.Len(t, got, 100)
+		for i, v := range got {
+			require.Equal(t, i, v)
+		}
+	})
 }

@@ -2,8 +2,6 @@ package dispatcher_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,42 +13,6 @@ import (
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
-
-var errBoom = errors.New("boom")
-
-// waitGroup runs g.Wait within bound.
-func waitGroup(t *testing.T, g *dispatcher.Group[int], bound time.Duration) ([]int, error) {
-	t.Helper()
-	var res []int
-	var err error
-	within(t, bound, "Group.Wait", func() { res, err = g.Wait() })
-	return res, err
-}
-
-// untilCancelled is a task that returns once its context ends, or after
-// 10 s so that a missing cancellation fails the test instead of hanging it.
-func untilCancelled(ran *atomic.Int32) func(context.Context) (int, error) {
-	return func(ctx context.Context) (int, error) {
-		ran.Add(1)
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(10 * time.Second):
-			return 0, errors.New("not cancelled within 10s")
-		}
-	}
-}
-
-// whileRunning is a task that counts itself in running while it runs and
-// returns once its context ends: a test sees whether any is still running.
-func whileRunning(running *atomic.Int64) func(context.Context) (int, error) {
-	return func(ctx context.Context) (int, error) {
-		running.Add(1)
-		defer running.Add(-1)
-		<-ctx.Done()
-		return 0, ctx.Err()
-	}
-}
 
 // TestGroupOrder: results come back in submission order whatever the
 // schedule, with the tasks spread over 4 workers, and a second Wait
@@ -119,61 +81,6 @@ func TestGroupFirstErrorCancels(t *testing.T) {
 		s := d.Stats()
 		require.Positive(t, s.Canceled)
 		require.Equal(t, int64(n), s.Completed)
-	})
-}
-
-// TestGroupCollectErrors: with CollectErrors every task runs, nothing is
-// cancelled, and Wait joins every error (a panic and a Goexit among them)
-// in submission order, with the values of the tasks that succeeded.
-func TestGroupCollectErrors(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		const n = 300
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3))
-		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.CollectErrors())
-		var ran atomic.Int32
-		for i := range n {
-			require.NoError(t, g.Go(func(ctx context.Context) (int, error) {
-				ran.Add(1)
-				switch {
-				case i == 100:
-					panic("task 100")
-				case i == 200:
-					runtime.Goexit()
-				case i%10 == 0:
-					return 0, fmt.Errorf("task %d: %w", i, errBoom)
-				}
-				return i, ctx.Err()
-			}))
-		}
-		res, err := waitGroup(t, g, 20*time.Second)
-		require.Equal(t, int32(n), ran.Load(), "a failure cancels nothing")
-		require.ErrorIs(t, err, errBoom)
-		require.ErrorIs(t, err, dispatcher.ErrTaskPanicked)
-		require.ErrorIs(t, err, dispatcher.ErrTaskExited)
-		joined, isJoin := err.(interface{ Unwrap() []error })
-		require.True(t, isJoin, "%T", err)
-		errs := joined.Unwrap()
-		require.Len(t, errs, n/10)
-		for k, e := range errs {
-			switch i := 10 * k; i {
-			case 100:
-				var pe *dispatcher.PanicError
-				require.ErrorAs(t, e, &pe)
-				require.Equal(t, "task 100", pe.Value)
-			case 200:
-				require.ErrorIs(t, e, dispatcher.ErrTaskExited)
-			default:
-				require.EqualError(t, e, fmt.Sprintf("task %d: boom", i), "errors in submission order")
-			}
-		}
-		for i, v := range res {
-			if i%10 != 0 {
-				require.Equal(t, i, v)
-			}
-		}
-		s := d.Stats()
-		require.Equal(t, int64(1), s.Panics)
-		require.Equal(t, int64(1), s.Goexits)
 	})
 }
 
@@ -311,36 +218,6 @@ func TestGroupTasksSpawn(t *testing.T) {
 	})
 }
 
-// TestGroupWaitWaitsForSubmit: a Go blocked for room when Wait starts is
-// part of the group: Wait returns only once it is accepted and answered.
-// (Only rings can tell that the Go is blocked; on channels a Go that had
-// not begun may instead find the group done, but never gets lost.)
-func TestGroupWaitWaitsForSubmit(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
-			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
-		g := dispatcher.NewGroup[int](context.Background(), d)
-		release, started := make(chan struct{}), make(chan struct{})
-		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
-		within(t, 10*time.Second, "start", func() { <-started })
-		submitted := make(chan error, 1)
-		go func() { submitted <- g.Go(ok(2)) }()
-		if eng == dispatcher.Rings {
-			require.Eventually(t, func() bool { return d.Stats().Blocked == 1 }, 10*time.Second, time.Millisecond)
-		}
-		time.AfterFunc(5*time.Millisecond, func() { close(release) }) // while Wait waits
-		res, err := waitGroup(t, g, 10*time.Second)
-		require.NoError(t, err)
-		err = <-submitted
-		if eng == dispatcher.Channels && errors.Is(err, dispatcher.ErrGroupDone) {
-			require.Equal(t, []int{1}, res)
-			return
-		}
-		require.NoError(t, err)
-		require.Equal(t, []int{1, 2}, res)
-	})
-}
-
 // TestKeyedGroupAffinity: a keyed group's tasks with one key reach one
 // worker under consistent-hash, and run there in submission order.
 func TestKeyedGroupAffinity(t *testing.T) {
@@ -407,39 +284,6 @@ func TestGroupBadInput(t *testing.T) {
 	})
 }
 
-// TestGroupTenantNameRefused: Tenant("") and Tenant(DefaultTenant) are
-// bad options (ErrBadOption): the group runs nothing, its Go returns the
-// error, TryGo reports false, Wait returns it, and no tenant line is
-// added or fed; the same names given to a stream end it with the error.
-func TestGroupTenantNameRefused(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
-		for _, name := range []string{"", dispatcher.DefaultTenant} {
-			g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant(name))
-			err := g.Go(ok(1))
-			require.ErrorIs(t, err, dispatcher.ErrBadOption, "Tenant(%q): Go", name)
-			require.False(t, g.TryGo(ok(1)), "Tenant(%q)", name)
-			_, err = waitGroup(t, g, 10*time.Second)
-			require.ErrorIs(t, err, dispatcher.ErrBadOption, "Tenant(%q): Wait", name)
-			require.ErrorIs(t, context.Cause(g.Context()), dispatcher.ErrBadOption, "Tenant(%q): the context's cause", name)
-
-			var errs []error
-			within(t, 10*time.Second, "Map", func() {
-				for _, err := range dispatcher.Map(context.Background(), d, count(3, nil), square, dispatcher.Tenant(name)) {
-					errs = append(errs, err)
-				}
-			})
-			require.Len(t, errs, 1, "Tenant(%q)", name)
-			require.ErrorIs(t, errs[0], dispatcher.ErrBadOption, "Tenant(%q)", name)
-		}
-		s := d.Stats()
-		require.Zero(t, s.Dispatched, "a refused group or stream submitted")
-		require.Len(t, s.Tenants, 1, "only the default tenant's line")
-		require.Equal(t, dispatcher.DefaultTenant, s.Tenants[0].Name)
-		require.Zero(t, s.Tenants[0].Completed)
-	})
-}
-
 // TestGroupCloseAbandons: tasks Close gives up on are answered with its
 // error, so Wait returns instead of waiting for them.
 func TestGroupCloseAbandons(t *testing.T) {
@@ -486,32 +330,39 @@ func TestGroupAllocs(t *testing.T) {
 	})
 }
 
-// TestGroupPriorityOption: a group's Priority is its tasks' class, which
-// its views change per task; under a schedule without classes its
-// submits are refused with ErrWrongSchedule.
-func TestGroupPriorityOption(t *testing.T) {
+// TestGroupDropsFinishedTasks: a group keeps a task's result, not the task:
+// 100 tasks each capturing 64 KiB are collectable once they have run,
+// before Wait. Likewise a Future's task before Release.
+func TestGroupDropsFinishedTasks(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithSchedule(dispatcher.ByPriority))
-		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Priority(3))
-		for range 4 {
-			require.NoError(t, g.Go(ok(1)))
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		var freed, ran atomic.Int64
+		g := dispatcher.NewGroup[int](context.Background(), d)
+		const n = 100
+		for range n {
+			buf := make([]byte, 64<<10)
+			runtime.AddCleanup(&buf[0], func(*atomic.Int64) { freed.Add(1) }, &freed)
+			require.NoError(t, g.Go(func(context.Context) (int, error) {
+				ran.Add(1)
+				return len(buf), nil
+			}))
 		}
-		require.NoError(t, g.Priority(5).Go(ok(1)))
-		require.NoError(t, g.Key(9).Go(ok(1)), "a key keeps the group's class")
-		_, err := g.Wait()
+		f, err := dispatcher.Submit(context.Background(), d, func() func(context.Context) (int, error) {
+			buf := make([]byte, 64<<10)
+			runtime.AddCleanup(&buf[0], func(*atomic.Int64) { freed.Add(1) }, &freed)
+			return func(context.Context) (int, error) { return len(buf), nil }
+		}())
 		require.NoError(t, err)
-		require.NoError(t, d.Close(context.Background()))
-		cls := d.Stats().Classes
-		assert.Equal(t, int64(5), cls[3].Completed)
-		assert.Equal(t, int64(1), cls[5].Completed)
-
-		fifo := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1))
-		g = dispatcher.NewGroup[int](context.Background(), fifo, dispatcher.Priority(3))
-		err = g.Go(ok(1))
-		require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
-		_, err = g.Wait()
-		require.ErrorIs(t, err, dispatcher.ErrWrongSchedule)
-		_, err = dispatcher.NewGroup[int](context.Background(), fifo, dispatcher.Priority(99)).Wait()
-		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+		_, err = f.Wait(context.Background())
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			runtime.GC()
+			return ran.Load() == n && freed.Load() == n+1
+		}, 10*time.Second, 5*time.Millisecond, "buffers freed before Wait and Release: %d", freed.Load())
+		res, err := g.Wait()
+		require.NoError(t, err)
+		require.Len(t, res, n)
+		require.Equal(t, 64<<10, res[n-1], "the results stay")
+		f.Release()
 	})
 }

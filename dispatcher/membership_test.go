@@ -2,6 +2,8 @@ package dispatcher_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,54 +256,222 @@ func TestNotDynamic(t *testing.T) {
 	})
 }
 
-// fixedStrategy always picks the same index, valid or not.
-type fixedStrategy struct{ pick int }
-
-func (s *fixedStrategy) Pick(uint64) int         { return s.pick }
-func (s *fixedStrategy) Done(int, time.Duration) {}
-
-// TestCloseDeadlineAfterRemove: Close's deadline passes while a removed
-// worker still runs its last task with a request queued behind it. The
-// queued request has not started, so it is abandoned (ErrClosed and the
-// deadline); the running one finishes with its value. Taking back what a
-// removed worker has queued must stop at its empty queue, which its
-// removal has already closed.
-func TestCloseDeadlineAfterRemove(t *testing.T) {
+// TestChurnBeyondCompletionBuffer: AddWorker grows the workers far
+// beyond the completion channel's capacity (the default is sized for the
+// initial workers; 0 is unbuffered) while RemoveWorker and SetWeight churn
+// under load from Do, Submit and Go. Every request must be answered once,
+// nothing may hang, and Stats must balance at the end.
+func TestChurnBeyondCompletionBuffer(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
 	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		const bound = 10 * time.Second
-		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(1), dispatcher.WithStrategyName("round-robin"))
-		require.NoError(t, err)
-		release := make(chan struct{})
-		var releaseOnce sync.Once
-		unblock := func() { releaseOnce.Do(func() { close(release) }) }
-		defer unblock()
-		// Round-robin: worker 0, worker 1, worker 0 again.
-		var fs []*dispatcher.Future[int]
-		for _, task := range []func(context.Context) (int, error){blocker(release), ok(1), ok(2)} {
-			f, err := dispatcher.Submit(context.Background(), d, task)
-			require.NoError(t, err)
-			fs = append(fs, f)
+		cells := completionAxis(eng, 2)
+		if eng == dispatcher.Channels {
+			cells = append(cells, completionCell{"default", nil})
 		}
-		_, err = waitFuture(t, fs[1], bound)
-		require.NoError(t, err)
-		require.Eventually(t, func() bool { return d.Stats().Workers[0].Pending == 2 }, bound, time.Millisecond)
-		require.NoError(t, d.RemoveWorker(0))
+		for _, cc := range cells {
+			for _, buf := range []int{0, 3} {
+				t.Run(fmt.Sprintf("%s/buffer=%d", cc.name, buf), func(t *testing.T) {
+					churnCell(t, append([]dispatcher.Option{dispatcher.WithEngine(eng), dispatcher.WithWorkers(2),
+						dispatcher.WithWorkerBuffer(buf)}, cc.opts...)...)
+				})
+			}
+		}
+	})
+}
 
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-		defer cancel()
-		within(t, bound, "Close with a deadline", func() {
-			assert.ErrorIs(t, d.Close(ctx), context.DeadlineExceeded)
-		})
-		_, err = waitFuture(t, fs[2], bound)
-		require.ErrorIs(t, err, dispatcher.ErrClosed)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		unblock()
-		within(t, bound, "Done", func() { <-d.Done() })
-		v, err := waitFuture(t, fs[0], bound)
+func churnCell(t *testing.T, opts ...dispatcher.Option) {
+	d := newDispatcher(t, opts...)
+	const requesters, per = 16, 150
+	var answered, goRan, goSent atomic.Int64
+	var ids sync.Map
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	churn.Go(func() {
+		live := []int{0, 1}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch op := rng.IntN(3); {
+			case op == 0 && len(live) < 24:
+				i, err := d.AddWorker(1 + rng.IntN(3))
+				if assert.NoError(t, err, "AddWorker") {
+					live = append(live, i)
+				}
+			case op == 1 && len(live) > 2:
+				k := rng.IntN(len(live))
+				err := d.RemoveWorker(live[k])
+				if err == nil {
+					live = append(live[:k], live[k+1:]...)
+				} else {
+					assert.ErrorIs(t, err, dispatcher.ErrBadOption, "RemoveWorker")
+				}
+			default:
+				err := d.SetWeight(live[rng.IntN(len(live))], rng.IntN(4))
+				if err != nil {
+					assert.ErrorIs(t, err, dispatcher.ErrBadOption, "SetWeight")
+				}
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	within(t, 60*time.Second, "requests under churn", func() {
+		var wg sync.WaitGroup
+		for g := range requesters {
+			wg.Go(func() {
+				for k := range per {
+					id := g*per + k
+					task := func(context.Context) (int, error) {
+						if _, dup := ids.LoadOrStore(id, true); dup {
+							t.Errorf("request %d ran twice", id)
+						}
+						if id%7 == 0 {
+							time.Sleep(20 * time.Microsecond)
+						}
+						return id, nil
+					}
+					switch k % 3 {
+					case 0:
+						v, err := dispatcher.Do(context.Background(), d, task)
+						if assert.NoError(t, err) && assert.Equal(t, id, v) {
+							answered.Add(1)
+						}
+					case 1:
+						f, err := dispatcher.Submit(context.Background(), d, task)
+						if assert.NoError(t, err) {
+							v, err := f.Wait(context.Background())
+							if assert.NoError(t, err) && assert.Equal(t, id, v) {
+								answered.Add(1)
+							}
+						}
+					default:
+						goSent.Add(1)
+						err := d.Go(context.Background(), func(ctx context.Context) error {
+							v, err := task(ctx)
+							goRan.Add(1)
+							_ = v
+							return err
+						})
+						assert.NoError(t, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+	close(stop)
+	churn.Wait()
+	closeWithin(t, d, 20*time.Second)
+	require.Equal(t, goSent.Load(), goRan.Load(), "every accepted Go ran once before Close returned")
+	s := d.Stats()
+	checkQuiescent(t, s, answered.Load()+goRan.Load())
+	t.Logf("workers %d, dispatched %d, stalls %d", len(s.Workers), s.Dispatched, s.Stalls)
+}
+
+// TestAddRemovePairsNeverExhaust: AddWorker/RemoveWorker pairs used to
+// fail for good after 4094 with two workers live; now the index of the
+// removed one is reused, and requests keep flowing between the pairs.
+func TestAddRemovePairsNeverExhaust(t *testing.T) {
+	t.Parallel() // a soak: robust to a shared core, and the package's longest
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		ctx := context.Background()
+		for k := range 5000 {
+			i, err := d.AddWorker(1)
+			require.NoError(t, err, "pair %d", k)
+			if k%500 == 0 {
+				_, err := dispatcher.Do(ctx, d, ok(k))
+				require.NoError(t, err)
+			}
+			require.NoError(t, d.RemoveWorker(i), "pair %d", k)
+		}
+		require.LessOrEqual(t, len(d.Stats().Workers), 4, "indices bounded by the live workers")
+	})
+}
+
+// TestAddWorkerSlowStart: a worker added to a dispatcher whose strategy has
+// slow start gets a share that grows over the window, from the floor to its
+// weight, and then keeps its weight. The dispatcher picks once per request,
+// in order, so the window counted in picks is the requests submitted and
+// the ramp is the strategy's own on both engines.
+func TestAddWorkerSlowStart(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		const window, segs = 1600, 8
+		s, err := strategies.New("swrr", strategies.Equal(2), strategies.WithSlowStart(strategies.PickWindow(window), 0.1, 1))
 		require.NoError(t, err)
-		require.Equal(t, -1, v)
-		s := d.Stats()
-		require.Equal(t, s.Dispatched, s.Completed)
-		require.Zero(t, s.Pending)
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(s))
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		t.Cleanup(cancel)
+		// Each segment is submitted and answered before the next, so that
+		// Completed counts it whole.
+		segment := func(n int) int64 {
+			before := d.Stats().Workers[2].Completed
+			fs := make([]*dispatcher.Future[int], n)
+			for k := range fs {
+				fs[k], err = dispatcher.Submit(ctx, d, ok(k))
+				require.NoError(t, err)
+			}
+			for _, f := range fs {
+				_, err := waitFuture(t, f, 10*time.Second)
+				require.NoError(t, err)
+			}
+			require.Eventually(t, func() bool { return d.Stats().Pending == 0 }, 10*time.Second, time.Millisecond)
+			return d.Stats().Workers[2].Completed - before
+		}
+		i, err := d.AddWorker(1)
+		require.NoError(t, err)
+		require.Equal(t, 2, i)
+		require.Equal(t, 1, d.Stats().Workers[i].Weight, "the dispatcher keeps the configured weight")
+		shares := make([]int64, segs)
+		for k := range shares {
+			shares[k] = segment(window / segs)
+		}
+		t.Logf("new worker's picks per %d: %v (full share %d)", window/segs, shares, window/segs/3)
+		for k := 1; k < segs; k++ {
+			require.GreaterOrEqual(t, shares[k], shares[k-1], "segment %d: %v", k, shares)
+		}
+		per := float64(window / segs)
+		assert.InDelta(t, 0.1/2.1, float64(shares[0])/per, 0.03, "the first segment is near the floor's share")
+		assert.InDelta(t, 1.0/3, float64(shares[segs-1])/per, 0.04, "the last segment is near the full share")
+		assert.InDelta(t, 100, segment(300), 2, "after the window: the full share, 1/3")
+	})
+}
+
+// TestWeightsBesideStrategyHonoured: WithWeights beside WithStrategy
+// is accepted (plan checks the weights), and WithWeights says "Weight 0
+// drains a worker". The strategy was built over its own (equal) weights and
+// never hears of WithWeights, so the zero-weight worker keeps getting
+// requests: the option is accepted and ignored, or, read the other way,
+// two contradicting weight sets are accepted. Either refuse the pair or
+// make the weights reach the strategy.
+func TestWeightsBesideStrategyHonoured(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		// Control: the same strategy built by name over WithWeights(1, 0)
+		// never picks worker 1.
+		ctl := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithStrategyName("round-robin"), dispatcher.WithWeights(1, 0))
+		for i := range 20 {
+			_, err := dispatcher.Do(context.Background(), ctl, ok(i))
+			require.NoError(t, err)
+		}
+		require.Zero(t, ctl.Stats().Workers[1].Completed, "control: round-robin by name honours weight 0")
+
+		s, err := strategies.New("round-robin", strategies.Equal(2))
+		require.NoError(t, err)
+		d, err := dispatcher.New(dispatcher.WithEngine(eng), dispatcher.WithStrategy(s), dispatcher.WithWeights(1, 0))
+		if err != nil {
+			require.ErrorIs(t, err, dispatcher.ErrBadOption) // refusing the pair is a fix too
+			return
+		}
+		t.Cleanup(func() { closeWithin(t, d, 10*time.Second) })
+		for i := range 20 {
+			_, err := dispatcher.Do(context.Background(), d, ok(i))
+			require.NoError(t, err)
+		}
+		st := d.Stats()
+		require.Equal(t, 0, st.Workers[1].Weight, "Stats reports worker 1 at weight 0")
+		require.Zero(t, st.Workers[1].Completed, "worker 1 has weight 0 (WithWeights(1, 0)) but ran %d of 20 requests", st.Workers[1].Completed)
 	})
 }

@@ -2,13 +2,11 @@ package dispatcher_test
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gobalancer/balancer/dispatcher"
@@ -51,85 +49,6 @@ func TestBadOptions(t *testing.T) {
 			})
 		}
 	})
-}
-
-// TestCompletionBufferNeedsChannels: rings has no completion channel, so
-// WithCompletionBuffer there, in either order of the options, is refused
-// with an error naming both why (ErrWrongEngine) and what (ErrBadOption),
-// instead of being silently ignored; the default engine (channels) takes
-// it.
-func TestCompletionBufferNeedsChannels(t *testing.T) {
-	require.Equal(t, dispatcher.Channels, dispatcher.DefaultEngine)
-	for _, tc := range []struct {
-		name string
-		opts []dispatcher.Option
-	}{
-		{"explicit rings", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithCompletionBuffer(4)}},
-		{"explicit rings, unbuffered", []dispatcher.Option{dispatcher.WithCompletionBuffer(0), dispatcher.WithEngine(dispatcher.Rings)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := dispatcher.New(tc.opts...)
-			require.ErrorIs(t, err, dispatcher.ErrWrongEngine)
-			require.ErrorIs(t, err, dispatcher.ErrBadOption)
-			require.Nil(t, d)
-		})
-	}
-	for _, n := range []int{0, 4} {
-		t.Run(fmt.Sprintf("default engine/completion=%d", n), func(t *testing.T) {
-			d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithCompletionBuffer(n))
-			var v int
-			var err error
-			within(t, 10*time.Second, "Do", func() { v, err = dispatcher.Do(context.Background(), d, ok(n)) })
-			require.NoError(t, err)
-			require.Equal(t, n, v)
-		})
-	}
-}
-
-// TestEngineNames: WithEngine accepts only the two engines; an Engine
-// reads their names as text in any case (flag.TextVar) and refuses
-// anything else with ErrBadOption, unchanged; each engine's text reads
-// back to it.
-func TestEngineNames(t *testing.T) {
-	d, err := dispatcher.New(dispatcher.WithEngine(dispatcher.Engine(99)))
-	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	require.Nil(t, d)
-	_, err = dispatcher.New(dispatcher.WithEngine(0))
-	require.ErrorIs(t, err, dispatcher.ErrBadOption, "the zero Engine is no engine")
-
-	for _, eng := range engines {
-		text, err := eng.MarshalText()
-		require.NoError(t, err)
-		require.Equal(t, eng.String(), string(text))
-		var got dispatcher.Engine
-		require.NoError(t, got.UnmarshalText(text))
-		require.Equal(t, eng, got)
-	}
-	for name, want := range map[string]dispatcher.Engine{
-		"channels": dispatcher.Channels, "Channels": dispatcher.Channels, "CHANNELS": dispatcher.Channels,
-		"rings": dispatcher.Rings, "Rings": dispatcher.Rings,
-	} {
-		var got dispatcher.Engine
-		require.NoError(t, got.UnmarshalText([]byte(name)), name)
-		require.Equal(t, want, got, name)
-	}
-	for _, name := range []string{"", "channel", "ring", "chan", " rings", "rings ", "1", "Engine(1)", "default"} {
-		got := dispatcher.Rings
-		require.ErrorIs(t, got.UnmarshalText([]byte(name)), dispatcher.ErrBadOption, "%q", name)
-		require.Equal(t, dispatcher.Rings, got, "a refused name leaves the engine unchanged")
-	}
-	_, err = dispatcher.Engine(99).MarshalText()
-	require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	require.Equal(t, "Engine(99)", dispatcher.Engine(99).String())
-
-	// flag.TextVar takes an Engine: the idiom for a command line.
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var eng dispatcher.Engine
-	fs.TextVar(&eng, "engine", dispatcher.Channels, "")
-	require.NoError(t, fs.Parse([]string{"-engine", "RINGS"}))
-	require.Equal(t, dispatcher.Rings, eng)
-	require.Error(t, fs.Parse([]string{"-engine", "pike"}))
 }
 
 // TestBadCalls: a nil task or context, bad membership arguments: each a
@@ -181,19 +100,100 @@ func TestBadCalls(t *testing.T) {
 	})
 }
 
-// TestBadPickAnswered: a strategy that picks no live worker gets each
-// request answered with ErrBadPick instead of losing it.
-func TestBadPickAnswered(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithStrategy(&fixedStrategy{pick: 7}))
-		for range 3 {
+// TestContradictoryOptions: every contradiction is refused by New with
+// ErrBadOption, naming both options, instead of failing (or crashing) at
+// the first request or membership change.
+func TestContradictoryOptions(t *testing.T) {
+	rr, err := strategies.New("round-robin", strategies.Equal(3))
+	require.NoError(t, err)
+	var typedNil *fixedStrategy
+	for _, tc := range []struct {
+		name string
+		opts []dispatcher.Option
+		says []string
+	}{
+		{"weights and fewer workers", []dispatcher.Option{dispatcher.WithWeights(1, 2, 3), dispatcher.WithWorkers(1)}, []string{"WithWorkers(1)", "WithWeights"}},
+		{"weights and more workers", []dispatcher.Option{dispatcher.WithWeights(1, 2), dispatcher.WithWorkers(5)}, []string{"WithWorkers(5)", "WithWeights"}},
+		{"strategy of 3 members, 2 workers", []dispatcher.Option{dispatcher.WithStrategy(rr), dispatcher.WithWorkers(2)}, []string{"3 members", "2 workers"}},
+		{"two strategy names", []dispatcher.Option{dispatcher.WithStrategyName("swrr"), dispatcher.WithStrategyName("iwrr")}, []string{"WithStrategyName given twice"}},
+		{"strategy and strategy name", []dispatcher.Option{dispatcher.WithStrategy(&fixedStrategy{}), dispatcher.WithStrategyName("swrr")}, []string{"WithStrategy", "WithStrategyName"}},
+		{"typed nil strategy", []dispatcher.Option{dispatcher.WithStrategy(typedNil)}, []string{"nil strategy"}},
+		{"custom strategy, all weights zero", []dispatcher.Option{dispatcher.WithStrategy(&fixedStrategy{}), dispatcher.WithWeights(0, 0)}, []string{"every weight is zero"}},
+		{"worker buffer MaxInt", []dispatcher.Option{dispatcher.WithWorkerBuffer(math.MaxInt)}, []string{"worker buffer"}},
+		{"worker buffer 1<<62", []dispatcher.Option{dispatcher.WithWorkerBuffer(min(1<<62, math.MaxInt))}, []string{"worker buffer"}},
+		{"worker buffer 1<<40", []dispatcher.Option{dispatcher.WithWorkerBuffer(min(1<<40, math.MaxInt))}, []string{"worker buffer"}},
+		{"queues too large together", []dispatcher.Option{dispatcher.WithWorkers(1 << 10), dispatcher.WithWorkerBuffer(1 << 12)}, []string{"MaxBuffer"}},
+		{"intake MaxInt", []dispatcher.Option{dispatcher.WithIntakeBuffer(math.MaxInt)}, []string{"intake buffer"}},
+		{"completion MaxInt", []dispatcher.Option{dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithCompletionBuffer(math.MaxInt)}, []string{"completion buffer"}},
+		{"workers MaxInt", []dispatcher.Option{dispatcher.WithWorkers(math.MaxInt)}, []string{"workers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d *dispatcher.Dispatcher
 			var err error
-			within(t, 10*time.Second, "Do with a bad pick", func() { _, err = dispatcher.Do(context.Background(), d, ok(1)) })
-			require.ErrorIs(t, err, dispatcher.ErrBadPick)
-		}
-		f, err := dispatcher.Submit(context.Background(), d, ok(1))
+			within(t, 5*time.Second, "New", func() {
+				assert.NotPanics(t, func() { d, err = dispatcher.New(tc.opts...) })
+			})
+			require.ErrorIs(t, err, dispatcher.ErrBadOption)
+			require.Nil(t, d)
+			for _, s := range tc.says {
+				require.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+// TestZeroValueDispatcher: a Dispatcher not made by New answers
+// ErrNotStarted from every method, never a panic or a hang.
+func TestZeroValueDispatcher(t *testing.T) {
+	ctx := context.Background()
+	for name, d := range map[string]*dispatcher.Dispatcher{"zero value": {}, "nil pointer": nil} {
+		t.Run(name, func(t *testing.T) {
+			within(t, 5*time.Second, "calls on "+name, func() {
+				assert.NotPanics(t, func() {
+					_, err := dispatcher.Do(ctx, d, ok(1))
+					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
+					_, err = dispatcher.Submit(ctx, d, ok(1))
+					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
+					_, err = dispatcher.TrySubmit(ctx, d, ok(1))
+					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.Go(ctx, func(ctx context.Context) error { _, err := ok(1)(ctx); return err }), dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.Key(1).Go(ctx, func(ctx context.Context) error { _, err := ok(1)(ctx); return err }), dispatcher.ErrNotStarted)
+					_, err = d.AddWorker(1)
+					assert.ErrorIs(t, err, dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.RemoveWorker(0), dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.SetWeight(0, 1), dispatcher.ErrNotStarted)
+					assert.ErrorIs(t, d.Close(ctx), dispatcher.ErrNotStarted)
+					assert.Equal(t, dispatcher.Stats{}, d.Stats())
+					<-d.Done()
+				})
+			})
+		})
+	}
+}
+
+// TestHardenedCalls covers runtime calls on both engines: Future.Wait with
+// a nil context, and one error rule for membership calls.
+func TestHardenedCalls(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(e), dispatcher.WithWorkers(2), dispatcher.WithStrategyName("swrr"))
+		f, err := dispatcher.Submit(context.Background(), d, ok(3))
 		require.NoError(t, err)
-		_, err = waitFuture(t, f, 10*time.Second)
-		require.True(t, errors.Is(err, dispatcher.ErrBadPick))
+		var nilCtx context.Context
+		_, err = f.Wait(nilCtx)
+		require.ErrorIs(t, err, dispatcher.ErrNilContext)
+		v, err := waitFuture(t, f, 5*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+
+		err = d.SetWeight(0, -1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+		require.ErrorIs(t, err, strategies.ErrNegativeWeight)
+		require.NoError(t, d.SetWeight(0, 0))
+		err = d.RemoveWorker(1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption, "removing the last weighted worker")
+		require.ErrorIs(t, err, strategies.ErrLastMember)
+		_, err = d.AddWorker(-1)
+		require.ErrorIs(t, err, dispatcher.ErrBadOption)
+		require.ErrorIs(t, d.RemoveWorker(7), dispatcher.ErrNoWorker)
 	})
 }

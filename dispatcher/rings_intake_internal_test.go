@@ -14,24 +14,6 @@ import (
 // interleaving below deterministic: a submitter blocked in its select is
 // durably blocked, and a cancel or a token readies it with that case.
 
-type lineResult struct {
-	err  error
-	done bool
-}
-
-// lineSubmit starts a blocking enqueue of r on either engine and returns
-// where its result lands once it returns.
-func lineSubmit(e interface {
-	enqueue(context.Context, *request, bool) error
-}, ctx context.Context, r *request) *lineResult {
-	res := &lineResult{}
-	go func() {
-		res.err = e.enqueue(ctx, r, true)
-		res.done = true
-	}()
-	return res
-}
-
 // fullIntake returns a dispatcher (no balancer) whose intake of cap 1 is
 // full, with n1 and n2 waiting in line in that order.
 func fullIntake(t *testing.T, ctx1, ctx2 context.Context) (e *rings, r1, r2 *request, w1, w2 *lineResult) {

@@ -2,7 +2,6 @@ package dispatcher_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,16 +14,6 @@ import (
 
 	"github.com/gobalancer/balancer/dispatcher"
 )
-
-const scheduleBound = 10 * time.Second
-
-// forEachSchedule runs f as one subtest per schedule.
-func forEachSchedule(t *testing.T, f func(t *testing.T, s dispatcher.Schedule)) {
-	t.Helper()
-	for _, s := range schedules {
-		t.Run("schedule="+s.String(), func(t *testing.T) { f(t, s) })
-	}
-}
 
 // TestScheduleText: every schedule's text reads back to it, in any case
 // (flag.TextVar); unknown names and WithSchedule(0) are refused.
@@ -120,151 +109,6 @@ func TestShareNeedsFair(t *testing.T) {
 	})
 }
 
-// TestGroupLimit: never more than n of a group's tasks at once; with n
-// active, TryGo reports false and Go waits; n < 1 is refused.
-func TestGroupLimit(t *testing.T) {
-	forEachSchedule(t, func(t *testing.T, s dispatcher.Schedule) {
-		const limit, tasks = 2, 8
-		d := newDispatcher(t, dispatcher.WithWorkers(4), dispatcher.WithSchedule(s))
-		gate := make(chan struct{})
-		var gateOnce sync.Once
-		open := func() { gateOnce.Do(func() { close(gate) }) }
-		t.Cleanup(open)
-		var active, peak atomic.Int32
-		task := func(v int) func(context.Context) (int, error) {
-			return func(context.Context) (int, error) {
-				n := active.Add(1)
-				for {
-					p := peak.Load()
-					if n <= p || peak.CompareAndSwap(p, n) {
-						break
-					}
-				}
-				<-gate
-				active.Add(-1)
-				return v, nil
-			}
-		}
-		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Limit(limit), dispatcher.Tenant("limited"))
-		for i := range limit {
-			require.NoError(t, g.Go(task(i)))
-		}
-		require.False(t, g.TryGo(task(-1)), "TryGo with %d active", limit)
-		require.Eventually(t, func() bool { return active.Load() == limit }, scheduleBound, time.Millisecond)
-		rest := make(chan error, 1)
-		go func() {
-			var err error
-			for i := limit; i < tasks && err == nil; i++ {
-				err = g.Go(task(i))
-			}
-			rest <- err
-		}()
-		select {
-		case err := <-rest:
-			t.Fatalf("Go did not wait with %d active: %v", limit, err)
-		default:
-		}
-		open()
-		within(t, scheduleBound, "the limited group", func() {
-			assert.NoError(t, <-rest)
-			vs, err := g.Wait()
-			assert.NoError(t, err)
-			assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, vs)
-		})
-		require.LessOrEqual(t, peak.Load(), int32(limit))
-		require.Equal(t, int32(limit), peak.Load())
-
-		for _, n := range []int{0, -1} {
-			bad := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Limit(n))
-			require.ErrorIs(t, bad.Go(ok(1)), dispatcher.ErrBadOption)
-			require.False(t, bad.TryGo(ok(1)))
-			_, err := bad.Wait()
-			require.ErrorIs(t, err, dispatcher.ErrBadOption)
-		}
-	})
-}
-
-// TestDeadlineAdmission: with a measured task time, a request whose
-// deadline comes before its estimated finish is refused with both
-// ErrDeadlineUnmeetable and context.DeadlineExceeded and never runs; one
-// without a deadline, or with a deadline far enough, is accepted.
-func TestDeadlineAdmission(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
-		synctest.Test(t, func(t *testing.T) {
-			const task = 10 * time.Millisecond
-			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1), dispatcher.WithDeadlineAdmission())
-			sleeper := func(v int) func(context.Context) (int, error) {
-				return func(context.Context) (int, error) { time.Sleep(task); return v, nil }
-			}
-			// Nothing measured yet: nothing refused.
-			short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-			defer cancel()
-			_, err := dispatcher.Do(short, d, sleeper(0))
-			if err != nil {
-				require.ErrorIs(t, err, context.DeadlineExceeded) // it ran out of time, it was not refused
-				require.NotErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
-			}
-			for i := range 8 {
-				v, err := dispatcher.Do(context.Background(), d, sleeper(i))
-				require.NoError(t, err)
-				require.Equal(t, i, v)
-			}
-			synctest.Wait() // the balancer has accounted the batch and published
-
-			// Queue work ahead: a held worker and three behind it.
-			release := make(chan struct{})
-			held, err := dispatcher.Submit(context.Background(), d, blocker(release))
-			require.NoError(t, err)
-			var behind []*dispatcher.Future[int]
-			for i := range 3 {
-				f, err := dispatcher.Submit(context.Background(), d, sleeper(100+i))
-				require.NoError(t, err)
-				behind = append(behind, f)
-			}
-			synctest.Wait()
-
-			var ran atomic.Bool
-			tight, cancel2 := context.WithTimeout(context.Background(), task/2)
-			defer cancel2()
-			_, err = dispatcher.Do(tight, d, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
-			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			_, err = dispatcher.Submit(tight, d, func(context.Context) (int, error) { ran.Store(true); return 1, nil })
-			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
-			err = d.Go(tight, func(context.Context) error { ran.Store(true); return nil })
-			require.ErrorIs(t, err, dispatcher.ErrDeadlineUnmeetable)
-
-			// No deadline, and a deadline far away: accepted.
-			free, err := dispatcher.Submit(context.Background(), d, sleeper(7))
-			require.NoError(t, err)
-			far, cancel3 := context.WithTimeout(context.Background(), time.Hour)
-			defer cancel3()
-			farF, err := dispatcher.Submit(far, d, sleeper(8))
-			require.NoError(t, err)
-
-			close(release)
-			_, err = held.Wait(context.Background())
-			require.NoError(t, err)
-			for i, f := range behind {
-				v, err := f.Wait(context.Background())
-				require.NoError(t, err)
-				require.Equal(t, 100+i, v)
-			}
-			v, err := free.Wait(context.Background())
-			require.NoError(t, err)
-			require.Equal(t, 7, v)
-			v, err = farF.Wait(context.Background())
-			require.NoError(t, err)
-			require.Equal(t, 8, v)
-			closeBubble(t, d)
-			require.False(t, ran.Load(), "a refused request ran")
-			s := d.Stats()
-			require.Equal(t, int64(3), s.Tenants[0].Refused)
-			require.Equal(t, int64(3), s.Classes[0].Refused)
-		})
-	})
-}
-
 // TestCancelWhileScheduled: a request whose context ends while it waits
 // behind a busy worker is answered with the context's error and never
 // runs, under every schedule and both engines.
@@ -336,65 +180,46 @@ func TestCancelWhileScheduled(t *testing.T) {
 	})
 }
 
-// TestTenantStats: Stats.Tenants has the default tenant first, then the
-// named tenants, with Completed matching what ran; Stats.Classes has a
-// line per class.
-func TestTenantStats(t *testing.T) {
-	forEachSchedule(t, func(t *testing.T, s dispatcher.Schedule) {
-		d := newDispatcher(t, dispatcher.WithWorkers(2), dispatcher.WithSchedule(s))
-		for i := range 3 {
-			v, err := dispatcher.Do(context.Background(), d, ok(i))
-			require.NoError(t, err)
-			require.Equal(t, i, v)
+// TestScheduleKeepsTheRendezvous: under a schedule, an unbuffered intake
+// still accepts a request only when a worker has room for it, and a
+// buffered one holds what it did (plus, on channels, the schedule's own
+// as many again), on both engines.
+func TestScheduleKeepsTheRendezvous(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		for _, intake := range []int{0, 4} {
+			synctest.Test(t, func(t *testing.T) {
+				d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+					dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(intake), dispatcher.WithSchedule(dispatcher.Fair))
+				release := make(chan struct{})
+				ctx := context.Background()
+				f0, err := dispatcher.Submit(ctx, d, func(context.Context) (int, error) { <-release; return 0, nil })
+				require.NoError(t, err)
+				synctest.Wait()
+				var fs []*dispatcher.Future[int]
+				for range 50 {
+					f, err := dispatcher.TrySubmit(ctx, d, ok(1))
+					synctest.Wait() // the balancer takes what it will
+					if err == nil {
+						fs = append(fs, f)
+					}
+				}
+				most := intake
+				if eng == dispatcher.Channels {
+					most = 2 * intake // the channel's and the schedule's
+				}
+				assert.LessOrEqual(t, len(fs), most, "intake %d: accepted beside the running task", intake)
+				if intake == 0 {
+					assert.Empty(t, fs, "a rendezvous with the only worker busy")
+				}
+				close(release)
+				_, err = f0.Wait(ctx)
+				require.NoError(t, err)
+				for _, f := range fs {
+					_, err := f.Wait(ctx)
+					require.NoError(t, err)
+				}
+				closeBubble(t, d)
+			})
 		}
-		opts := []dispatcher.GroupOption{dispatcher.Tenant("alpha")}
-		if s == dispatcher.Fair {
-			opts = append(opts, dispatcher.Share(3))
-		}
-		for range 2 { // two groups of one name add up
-			g := dispatcher.NewGroup[int](context.Background(), d, opts...)
-			for i := range 2 {
-				require.NoError(t, g.Go(ok(i)))
-			}
-			_, err := g.Wait()
-			require.NoError(t, err)
-		}
-		g := dispatcher.NewGroup[int](context.Background(), d)
-		require.NoError(t, g.Go(ok(9)))
-		_, err := g.Wait()
-		require.NoError(t, err)
-		closeWithin(t, d, scheduleBound)
-
-		st := d.Stats()
-		byName := map[string]dispatcher.FlowStats{}
-		for _, l := range st.Tenants {
-			byName[l.Name] = l
-		}
-		require.Equal(t, dispatcher.DefaultTenant, st.Tenants[0].Name)
-		require.Equal(t, int64(3), byName["default"].Completed)
-		require.Equal(t, int64(4), byName["alpha"].Completed)
-		require.Equal(t, int64(1), byName["group"].Completed)
-		var sum int64
-		for _, l := range st.Tenants {
-			sum += l.Completed
-			require.Zero(t, l.Queued)
-			require.Zero(t, l.Running)
-		}
-		require.Equal(t, st.Completed, sum)
-		require.Len(t, st.Classes, dispatcher.MaxPriority+1)
-		require.Equal(t, int64(8), st.Classes[0].Completed)
 	})
-}
-
-// TestTenantNameRefused: the empty name and the default tenant's name are
-// refused.
-func TestTenantNameRefused(t *testing.T) {
-	d := newDispatcher(t, dispatcher.WithWorkers(1))
-	for _, name := range []string{"", dispatcher.DefaultTenant} {
-		g := dispatcher.NewGroup[int](context.Background(), d, dispatcher.Tenant(name))
-		err := g.Go(ok(1))
-		require.True(t, errors.Is(err, dispatcher.ErrBadOption), "Tenant(%q): %v", name, err)
-		_, err = g.Wait()
-		require.ErrorIs(t, err, dispatcher.ErrBadOption)
-	}
 }

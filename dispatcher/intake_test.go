@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -55,4 +56,53 @@ func TestDefaultIntakeFollowsWorkerBuffer(t *testing.T) {
 	assert.Equal(t, 64+256, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Rings)))
 	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t, dispatcher.WithEngine(dispatcher.Rings), dispatcher.WithWorkerBuffer(63)))
 	assert.Equal(t, 64+64, admittedBehindBlockedWorker(t)) // the default engine, channels
+}
+
+// TestIntakeBufferBound: WithIntakeBuffer(n) with 0 < n < workers × depth
+// accepts at most n requests that no worker has taken. With 2 workers
+// (buffer 0) each running a blocker and intake 1, one more request is
+// accepted (held for a full worker) and the next TrySubmit is ErrBusy.
+// Regression: the zero-buffer admission count (free slots) was seeded with
+// workers × depth for every buffer size, so a positive buffer smaller than
+// that admitted workers × depth.
+func TestIntakeBufferBound(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		synctest.Test(t, func(t *testing.T) {
+			d := bubbleDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2), dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(1))
+			release := make(chan struct{})
+			released := false
+			defer func() { // on failure, leave nothing blocked in the bubble
+				if !released {
+					close(release)
+					_ = d.Close(context.Background())
+					<-d.Done()
+				}
+			}()
+			var futures []*dispatcher.Future[int]
+			for range 2 {
+				f, err := dispatcher.Submit(context.Background(), d, blocker(release))
+				require.NoError(t, err)
+				futures = append(futures, f)
+				synctest.Wait()
+			}
+			require.Equal(t, 2, d.Stats().Pending, "both workers busy")
+
+			f, err := dispatcher.TrySubmit(context.Background(), d, blocker(release))
+			require.NoError(t, err, "the intake buffer has room for one")
+			futures = append(futures, f)
+			synctest.Wait()
+
+			_, err = dispatcher.TrySubmit(context.Background(), d, blocker(release))
+			require.ErrorIs(t, err, dispatcher.ErrBusy, "intake buffer 1 already holds one request")
+
+			close(release)
+			released = true
+			for _, f := range futures {
+				v, err := f.Wait(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, -1, v)
+			}
+			closeBubble(t, d)
+		})
+	})
 }

@@ -69,15 +69,3 @@ func assertNoErr(t *testing.T, err error) bool {
 	}
 	return true
 }
-
-// TestEngineGivenTwice: every other option refuses being given twice
-// ("the second would silently replace the first"), and plan promises to
-// refuse contradictions naming both sides instead of letting the last one
-// win. WithEngine(Channels) then WithEngine(Rings) is such a contradiction.
-func TestEngineGivenTwice(t *testing.T) {
-	d, err := dispatcher.New(dispatcher.WithEngine(dispatcher.Channels), dispatcher.WithEngine(dispatcher.Rings))
-	if d != nil {
-		_ = d.Close(context.Background())
-	}
-	require.ErrorIs(t, err, dispatcher.ErrBadOption, "WithEngine given twice with different engines was accepted; the last one silently won")
-}

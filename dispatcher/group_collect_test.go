@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,38 +181,6 @@ func TestGroupResultsParentCancelled(t *testing.T) {
 	})
 }
 
-// TestGroupResultsLimit: under Limit a producer feeding the group while it
-// is ranged over never has more than the limit running, and every answer
-// comes once.
-func TestGroupResultsLimit(t *testing.T) {
-	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
-		const n, limit = 400, 3
-		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(4))
-		g := groupIn(d, completion, dispatcher.Limit(limit))
-		var running, most atomic.Int32
-		count := func(task func(context.Context) (int, error)) func(context.Context) (int, error) {
-			return func(ctx context.Context) (int, error) {
-				r := running.Add(1)
-				defer running.Add(-1)
-				for m := most.Load(); r > m && !most.CompareAndSwap(m, r); m = most.Load() {
-				}
-				return task(ctx)
-			}
-		}
-		fed := feed(t, g, n, nil, count)
-		sum := 0
-		vals, errs := collect(t, g.Results())
-		require.NoError(t, <-fed)
-		require.Len(t, vals, n)
-		for i, v := range vals {
-			require.NoError(t, errs[i])
-			sum += v
-		}
-		require.Equal(t, n*(n-1)/2, sum)
-		require.LessOrEqual(t, most.Load(), int32(limit))
-	})
-}
-
 // TestGroupResultsEmpty: an empty group's range yields nothing and ends;
 // the group is then done, with no error. A group not made by
 // NewGroup yields ErrNotStarted.
@@ -267,5 +236,182 @@ func TestGroupResultsPanicInBody(t *testing.T) {
 			slices.Sort(got)
 		}
 		require.Equal(t, seq(n), got)
+	})
+}
+
+// TestGroupWaitWaitsForSubmit: a Go blocked for room when Wait starts is
+// part of the group: Wait returns only once it is accepted and answered.
+// (Only rings can tell that the Go is blocked; on channels a Go that had
+// not begun may instead find the group done, but never gets lost.)
+func TestGroupWaitWaitsForSubmit(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(1),
+			dispatcher.WithWorkerBuffer(0), dispatcher.WithIntakeBuffer(0))
+		g := dispatcher.NewGroup[int](context.Background(), d)
+		release, started := make(chan struct{}), make(chan struct{})
+		require.NoError(t, g.Go(func(context.Context) (int, error) { close(started); <-release; return 1, nil }))
+		within(t, 10*time.Second, "start", func() { <-started })
+		submitted := make(chan error, 1)
+		go func() { submitted <- g.Go(ok(2)) }()
+		if eng == dispatcher.Rings {
+			require.Eventually(t, func() bool { return d.Stats().Blocked == 1 }, 10*time.Second, time.Millisecond)
+		}
+		time.AfterFunc(5*time.Millisecond, func() { close(release) }) // while Wait waits
+		res, err := waitGroup(t, g, 10*time.Second)
+		require.NoError(t, err)
+		err = <-submitted
+		if eng == dispatcher.Channels && errors.Is(err, dispatcher.ErrGroupDone) {
+			require.Equal(t, []int{1}, res)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, []int{1, 2}, res)
+	})
+}
+
+// TestGroupWaitZeroForFailed: Wait's slice has the zero value for every
+// task that failed, whatever the task returned beside its error (and for
+// every task that never ran), and the task's value for every task that
+// succeeded. Before, a failed task's value was kept. Results is unchanged:
+// it yields each task's value beside its error. Both error modes, on both
+// engines, under every schedule.
+func TestGroupWaitZeroForFailed(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		forEachSchedule(t, func(t *testing.T, sched dispatcher.Schedule) {
+			for _, collect := range []bool{false, true} {
+				t.Run(fmt.Sprintf("collect=%v", collect), func(t *testing.T) {
+					d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(3), dispatcher.WithSchedule(sched))
+					var opts []dispatcher.GroupOption
+					if collect {
+						opts = append(opts, dispatcher.CollectErrors())
+					}
+					g := dispatcher.NewGroup[int](context.Background(), d, opts...)
+					const n = 60
+					var mu sync.Mutex
+					outcome := map[int]error{} // the tasks that ran, and what they returned
+					failAt := make(chan struct{})
+					for i := range n {
+						require.NoError(t, g.Go(func(ctx context.Context) (int, error) {
+							var err error
+							if i%4 == 1 {
+								// Fails once every task is in the group: a
+								// cancelled group would refuse the later Go calls.
+								<-failAt
+								err = fmt.Errorf("task %d: %w", i, errBoom)
+							} else {
+								err = ctx.Err()
+							}
+							mu.Lock()
+							outcome[i] = err
+							mu.Unlock()
+							return i + 1, err // a value beside the error, too
+						}))
+					}
+					close(failAt)
+					res, err := waitGroup(t, g, 10*time.Second)
+					require.ErrorIs(t, err, errBoom)
+					require.Len(t, res, n)
+					mu.Lock()
+					defer mu.Unlock()
+					failed := 0
+					for i, v := range res {
+						taskErr, ran := outcome[i]
+						if ran && taskErr == nil {
+							require.Equal(t, i+1, v, "task %d succeeded: its value", i)
+							continue
+						}
+						failed++
+						require.Zero(t, v, "task %d failed (ran: %v, %v): the zero value", i, ran, taskErr)
+					}
+					require.Positive(t, failed)
+					if collect {
+						require.Len(t, outcome, n, "a failure cancels nothing")
+						require.Equal(t, n/4, failed, "the tasks that return an error")
+					}
+				})
+			}
+		})
+	})
+}
+
+// TestGroupResultsKeepFailedValue: Results, unlike Wait, yields what a
+// failed task returned beside its error.
+func TestGroupResultsKeepFailedValue(t *testing.T) {
+	forEachOrder(t, func(t *testing.T, eng dispatcher.Engine, completion bool) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		g := groupIn(d, completion, dispatcher.CollectErrors())
+		for i := range 6 {
+			require.NoError(t, g.Go(func(context.Context) (int, error) {
+				if i%2 == 1 {
+					return i + 1, errBoom
+				}
+				return i + 1, nil
+			}))
+		}
+		vals, errs := collect(t, g.Results())
+		require.Len(t, vals, 6)
+		sum := 0
+		for k, v := range vals {
+			sum += v
+			if v%2 == 0 { // task v-1, odd: failed
+				require.ErrorIs(t, errs[k], errBoom)
+			} else {
+				require.NoError(t, errs[k])
+			}
+		}
+		require.Equal(t, 21, sum, "every value yielded, the failed tasks' included")
+		res, err := g.Wait()
+		require.Nil(t, res)
+		require.ErrorIs(t, err, errBoom)
+	})
+}
+
+// TestGroupResultsBreak: leaving the range cancels the group and returns
+// once every task is done; Wait then returns at once; a panic in the
+// body leaves the group for Wait to collect.
+func TestGroupResultsBreak(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng dispatcher.Engine) {
+		d := newDispatcher(t, dispatcher.WithEngine(eng), dispatcher.WithWorkers(2))
+		var running atomic.Int64
+		blocking := whileRunning(&running)
+		g := dispatcher.NewGroup[int](context.Background(), d)
+		require.NoError(t, g.Go(ok(5)))
+		for range 10 {
+			require.NoError(t, g.Go(blocking))
+		}
+		within(t, 5*time.Second, "break", func() {
+			for v := range g.Results() {
+				assert.Equal(t, 5, v)
+				break
+			}
+		})
+		require.Zero(t, running.Load())
+		res, err := g.Wait()
+		require.Nil(t, res, "the range took the values")
+		require.ErrorIs(t, err, context.Canceled)
+
+		g = dispatcher.NewGroup[int](context.Background(), d)
+		require.NoError(t, g.Go(ok(1)))
+		require.NoError(t, g.Go(ok(2)))
+		var p any
+		within(t, 5*time.Second, "panic", func() {
+			defer func() { p = recover() }()
+			for range g.Results() {
+				panic("body")
+			}
+		})
+		require.Equal(t, "body", p)
+		within(t, 5*time.Second, "Wait", func() {
+			res, err = g.Wait()
+		})
+		require.NoError(t, err)
+		require.Nil(t, res, "once a range has begun, the group keeps no values")
+
+		var zero dispatcher.Group[int]
+		_, errs := collect(t, zero.Results())
+		require.Len(t, errs, 1)
+		require.ErrorIs(t, errs[0], dispatcher.ErrNotStarted)
+		_, errs = collect(t, (*dispatcher.Group[int])(nil).Results())
+		require.ErrorIs(t, errs[0], dispatcher.ErrNotStarted)
 	})
 }

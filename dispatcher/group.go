@@ -330,7 +330,7 @@ func (g *Group[R]) settle(s *groupSlot[R], err error, keep bool) {
 	case keep:
 		s.r.err = err
 		s.r.ctx, s.r.job, s.fn = nil, nil, nil
-		bits |= slotAnswered | slotRefused
+		bits |= slotAnswered // the refusal is its answer: no other comes
 	default:
 		s.r.ctx, s.r.job, s.fn = nil, nil, nil
 		g.free, s.next = s, g.free

@@ -12,8 +12,7 @@ import "sync/atomic"
 type resultSlot[R any] struct {
 	r request
 	typed[R]
-	// state holds slotAnswered and slotWaited, and the owner's bits above
-	// them (a group's slotKept and slotRefused).
+	// state holds slotAnswered and slotWaited, and a group's slotKept.
 	state atomic.Uint32
 }
 
@@ -21,7 +20,6 @@ const (
 	slotAnswered uint32 = 1 << iota // the value and error are set
 	slotWaited                      // the reader sleeps until slotAnswered
 	slotKept                        // a group's: its submit has settled with a place
-	slotRefused                     // a group's: kept with a Go's refusal, no answer comes
 )
 
 // init makes fut (s, in the type that holds it) the answerer of s's
